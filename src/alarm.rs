@@ -1,0 +1,435 @@
+//! The CloudWatch alarm notification, as CloudWatch writes it into an SNS message.
+//!
+//! These are our own serde types rather than a crate's: real payloads carry
+//! lowercase dimension keys, `null` descriptions, `+0000` offsets, prose in
+//! `TreatMissingData`, and four different shapes (single metric, metric math,
+//! anomaly band, composite). Unknown fields are ignored so that a field AWS adds
+//! tomorrow does not lose an alarm today.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// The three states of a CloudWatch alarm.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AlarmState {
+    Ok,
+    Alarm,
+    InsufficientData,
+}
+
+impl AlarmState {
+    /// The spelling CloudWatch uses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlarmState::Ok => "OK",
+            AlarmState::Alarm => "ALARM",
+            AlarmState::InsufficientData => "INSUFFICIENT_DATA",
+        }
+    }
+
+    /// Parses CloudWatch's spelling.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "OK" => Some(AlarmState::Ok),
+            "ALARM" => Some(AlarmState::Alarm),
+            "INSUFFICIENT_DATA" => Some(AlarmState::InsufficientData),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for AlarmState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A UTC instant that reads both RFC 3339 and CloudWatch's `2026-11-29T10:00:00.000+0000`,
+/// and writes CloudWatch's form back so a captured message round-trips.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(pub DateTime<Utc>);
+
+impl Timestamp {
+    /// Parses either timestamp form CloudWatch uses.
+    pub fn parse(text: &str) -> Option<Self> {
+        DateTime::parse_from_rfc3339(text)
+            .or_else(|_| DateTime::parse_from_str(text, "%Y-%m-%dT%H:%M:%S%.f%z"))
+            .ok()
+            .map(|t| Timestamp(t.with_timezone(&Utc)))
+    }
+
+    /// CloudWatch's notification form, milliseconds and `+0000`.
+    pub fn to_cloudwatch(self) -> String {
+        self.0.format("%Y-%m-%dT%H:%M:%S%.3f+0000").to_string()
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.to_cloudwatch())
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Timestamp::parse(&text).ok_or_else(|| {
+            serde::de::Error::custom(format!(
+                "timestamp {text:?} is neither RFC 3339 nor CloudWatch's 2006-01-02T15:04:05.000+0000"
+            ))
+        })
+    }
+}
+
+/// One metric dimension. CloudWatch writes `name`/`value` in lowercase in
+/// notifications and `Name`/`Value` in its API; both are accepted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dimension {
+    #[serde(alias = "Name")]
+    pub name: String,
+    #[serde(alias = "Value")]
+    pub value: String,
+}
+
+/// The metric an alarm or a metric-math query watches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MetricIdentity {
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub metric_name: Option<String>,
+    #[serde(default)]
+    pub dimensions: Vec<Dimension>,
+}
+
+/// A metric and the statistic taken of it, inside a metric-math query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MetricStat {
+    pub metric: MetricIdentity,
+    #[serde(default)]
+    pub period: Option<u32>,
+    #[serde(default)]
+    pub stat: Option<String>,
+    #[serde(default)]
+    pub unit: Option<String>,
+}
+
+/// One entry of `Trigger.Metrics[]` (metric math and anomaly detection alarms).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct MetricQuery {
+    pub id: String,
+    #[serde(default)]
+    pub expression: Option<String>,
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub return_data: Option<bool>,
+    #[serde(default)]
+    pub metric_stat: Option<MetricStat>,
+    #[serde(default)]
+    pub period: Option<u32>,
+    #[serde(default)]
+    pub account_id: Option<String>,
+}
+
+/// What a metric alarm evaluates. Absent for composite alarms.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct Trigger {
+    #[serde(default)]
+    pub metric_name: Option<String>,
+    #[serde(default)]
+    pub namespace: Option<String>,
+    #[serde(default)]
+    pub statistic_type: Option<String>,
+    #[serde(default)]
+    pub statistic: Option<String>,
+    #[serde(default)]
+    pub extended_statistic: Option<String>,
+    #[serde(default)]
+    pub unit: Option<String>,
+    #[serde(default)]
+    pub dimensions: Vec<Dimension>,
+    #[serde(default)]
+    pub period: Option<u32>,
+    #[serde(default)]
+    pub evaluation_periods: Option<u32>,
+    #[serde(default)]
+    pub datapoints_to_alarm: Option<u32>,
+    #[serde(default)]
+    pub comparison_operator: Option<String>,
+    #[serde(default)]
+    pub threshold: Option<f64>,
+    #[serde(default)]
+    pub threshold_metric_id: Option<String>,
+    #[serde(default)]
+    pub treat_missing_data: Option<String>,
+    #[serde(default)]
+    pub evaluate_low_sample_count_percentile: Option<String>,
+    #[serde(default)]
+    pub metrics: Vec<MetricQuery>,
+}
+
+/// A child alarm that made a composite alarm change state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct TriggeringChild {
+    pub arn: String,
+    #[serde(default)]
+    pub state: Option<ChildState>,
+}
+
+/// The state a triggering child was in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ChildState {
+    pub value: AlarmState,
+    #[serde(default)]
+    pub timestamp: Option<Timestamp>,
+}
+
+/// The JSON CloudWatch publishes to SNS when an alarm changes state.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct AlarmNotification {
+    pub alarm_name: String,
+    #[serde(default)]
+    pub alarm_description: Option<String>,
+    #[serde(rename = "AWSAccountId")]
+    pub aws_account_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm_configuration_updated_timestamp: Option<Timestamp>,
+    pub new_state_value: AlarmState,
+    #[serde(default)]
+    pub new_state_reason: String,
+    pub state_change_time: Timestamp,
+    /// The region's display name ("US East (N. Virginia)"), not its code.
+    #[serde(default)]
+    pub region: String,
+    #[serde(default)]
+    pub alarm_arn: Option<String>,
+    pub old_state_value: AlarmState,
+    #[serde(rename = "OKActions", default, skip_serializing_if = "Vec::is_empty")]
+    pub ok_actions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub alarm_actions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub insufficient_data_actions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm_rule: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub triggering_children: Vec<TriggeringChild>,
+}
+
+/// The four shapes an alarm notification comes in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AlarmKind {
+    SingleMetric,
+    MetricMath,
+    AnomalyBand,
+    Composite,
+}
+
+impl AlarmKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AlarmKind::SingleMetric => "single metric",
+            AlarmKind::MetricMath => "metric math",
+            AlarmKind::AnomalyBand => "anomaly detection band",
+            AlarmKind::Composite => "composite",
+        }
+    }
+}
+
+impl AlarmNotification {
+    /// Which of the four shapes this is.
+    pub fn kind(&self) -> AlarmKind {
+        match &self.trigger {
+            None => AlarmKind::Composite,
+            Some(t) if t.threshold_metric_id.is_some() => AlarmKind::AnomalyBand,
+            Some(t) if t.metric_name.is_none() && !t.metrics.is_empty() => AlarmKind::MetricMath,
+            Some(_) if self.alarm_rule.is_some() => AlarmKind::Composite,
+            Some(_) => AlarmKind::SingleMetric,
+        }
+    }
+
+    /// The region code, taken from the alarm ARN (the `Region` field is a display name).
+    pub fn region_code(&self) -> Option<&str> {
+        self.alarm_arn
+            .as_deref()
+            .and_then(|arn| arn.split(':').nth(3))
+    }
+
+    /// The alarm's period in seconds: the trigger's, else the first query's.
+    pub fn period_seconds(&self) -> Option<u32> {
+        let trigger = self.trigger.as_ref()?;
+        trigger.period.or_else(|| {
+            trigger
+                .metrics
+                .iter()
+                .find_map(|q| q.period.or(q.metric_stat.as_ref().and_then(|s| s.period)))
+        })
+    }
+
+    /// The metric being watched, when there is exactly one: the trigger's own,
+    /// or the one metric behind a metric-math / anomaly-band alarm.
+    pub fn primary_metric(&self) -> Option<MetricIdentity> {
+        let trigger = self.trigger.as_ref()?;
+        if trigger.metric_name.is_some() {
+            return Some(MetricIdentity {
+                namespace: trigger.namespace.clone(),
+                metric_name: trigger.metric_name.clone(),
+                dimensions: trigger.dimensions.clone(),
+            });
+        }
+        let mut stats = trigger
+            .metrics
+            .iter()
+            .filter_map(|q| q.metric_stat.as_ref());
+        match (stats.next(), stats.next()) {
+            (Some(only), None) => Some(only.metric.clone()),
+            _ => None,
+        }
+    }
+
+    /// The statistic, normalised to CloudWatch API spelling (`Average`, `p99`).
+    pub fn statistic(&self) -> Option<String> {
+        let trigger = self.trigger.as_ref()?;
+        if let Some(extended) = &trigger.extended_statistic {
+            return Some(extended.clone());
+        }
+        if let Some(stat) = &trigger.statistic {
+            return Some(normalise_statistic(stat));
+        }
+        let mut stats = trigger
+            .metrics
+            .iter()
+            .filter_map(|q| q.metric_stat.as_ref()?.stat.clone());
+        match (stats.next(), stats.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
+    }
+
+    /// The expression that produces the alarm's value, for metric-math and anomaly alarms.
+    pub fn expression(&self) -> Option<&str> {
+        let trigger = self.trigger.as_ref()?;
+        let wanted = trigger.threshold_metric_id.as_deref();
+        trigger
+            .metrics
+            .iter()
+            .filter(|q| q.expression.is_some())
+            .find(|q| match wanted {
+                Some(id) => q.id == id,
+                None => q.return_data.unwrap_or(true),
+            })
+            .and_then(|q| q.expression.as_deref())
+    }
+
+    /// `TreatMissingData` without the prose prefix CloudWatch sometimes writes
+    /// (`"- TreatMissingData: missing"` becomes `missing`).
+    pub fn treat_missing_data(&self) -> Option<&str> {
+        let raw = self.trigger.as_ref()?.treat_missing_data.as_deref()?.trim();
+        let value = raw.rsplit(':').next().unwrap_or(raw).trim();
+        (!value.is_empty()).then_some(value)
+    }
+
+    /// A one-line, human description of what is watched.
+    pub fn describe_metric(&self) -> String {
+        if let Some(rule) = &self.alarm_rule {
+            return format!("composite rule {rule}");
+        }
+        let Some(trigger) = &self.trigger else {
+            return "unknown metric".to_owned();
+        };
+        if let Some(name) = &trigger.metric_name {
+            let dims = describe_dimensions(&trigger.dimensions);
+            let ns = trigger.namespace.as_deref().unwrap_or("?");
+            return if dims.is_empty() {
+                format!("{ns} {name}")
+            } else {
+                format!("{ns} {name} ({dims})")
+            };
+        }
+        let inputs: Vec<String> = trigger
+            .metrics
+            .iter()
+            .filter_map(|q| {
+                let stat = q.metric_stat.as_ref()?;
+                Some(format!(
+                    "{}={} {}",
+                    q.id,
+                    stat.metric.namespace.as_deref().unwrap_or("?"),
+                    stat.metric.metric_name.as_deref().unwrap_or("?")
+                ))
+            })
+            .collect();
+        match self.expression() {
+            Some(expr) if inputs.is_empty() => format!("expression {expr}"),
+            Some(expr) => format!("expression {expr} over {}", inputs.join(", ")),
+            None => inputs.join(", "),
+        }
+    }
+}
+
+/// `AVERAGE` (notification spelling) to `Average` (API spelling).
+pub fn normalise_statistic(stat: &str) -> String {
+    match stat.to_ascii_lowercase().as_str() {
+        "average" => "Average".into(),
+        "sum" => "Sum".into(),
+        "minimum" => "Minimum".into(),
+        "maximum" => "Maximum".into(),
+        "samplecount" => "SampleCount".into(),
+        _ => stat.to_owned(),
+    }
+}
+
+/// `LoadBalancer=app/x/1, TargetGroup=...`.
+pub fn describe_dimensions(dimensions: &[Dimension]) -> String {
+    dimensions
+        .iter()
+        .map(|d| format!("{}={}", d.name, d.value))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cloudwatch_timestamps_with_plus_0000_parse_and_print_back() {
+        let t = Timestamp::parse("2026-11-29T10:15:00.123+0000").unwrap();
+        assert_eq!(t.to_cloudwatch(), "2026-11-29T10:15:00.123+0000");
+        assert_eq!(Timestamp::parse("2026-11-29T10:15:00.123Z"), Some(t));
+        assert_eq!(Timestamp::parse("yesterday"), None);
+    }
+
+    #[test]
+    fn treat_missing_data_prose_is_reduced_to_its_value() {
+        let mut n: AlarmNotification = serde_json::from_str(
+            r#"{"AlarmName":"a","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
+                "StateChangeTime":"2026-11-29T10:15:00.000+0000",
+                "Trigger":{"MetricName":"m","TreatMissingData":"- TreatMissingData: notBreaching"}}"#,
+        )
+        .unwrap();
+        assert_eq!(n.treat_missing_data(), Some("notBreaching"));
+        n.trigger.as_mut().unwrap().treat_missing_data = Some("missing".into());
+        assert_eq!(n.treat_missing_data(), Some("missing"));
+    }
+
+    #[test]
+    fn statistic_in_notification_spelling_is_normalised() {
+        assert_eq!(normalise_statistic("AVERAGE"), "Average");
+        assert_eq!(normalise_statistic("p99"), "p99");
+    }
+}

@@ -1,0 +1,159 @@
+//! `alarm-triage replay EVENT_FILE`: runs the Lambda's pipeline on a captured
+//! event and prints the result. Exit codes: 0 diagnosed (or ignored), 2 the
+//! input is not something this bot handles, 1 internal failure.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use alarm_triage::adapters::cloudwatch::CloudWatchSource;
+use alarm_triage::config::Config;
+use alarm_triage::diagnosis::Diagnosis;
+use alarm_triage::evidence::Collection;
+use alarm_triage::pipeline::{Now, Outcome, Triage};
+use alarm_triage::render;
+use alarm_triage::telemetry::{LogFormat, init_with_default};
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Parser)]
+#[command(
+    name = "alarm-triage",
+    version,
+    about = "Diagnoses CloudWatch alarms; never changes anything"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs the diagnose pipeline on a captured SNS event and prints the report.
+    Replay {
+        /// A Lambda SNS event, an SNS HTTP notification, or a bare alarm message (JSON).
+        event_file: PathBuf,
+        /// Read nothing from AWS: every evidence source is reported as not collected.
+        #[arg(long)]
+        offline: bool,
+        /// Output rendering.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// Treat this instant (RFC 3339) as now; default: the transition's own time.
+        #[arg(long)]
+        now: Option<chrono::DateTime<chrono::Utc>>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    Json,
+    Text,
+    Slack,
+    Chat,
+}
+
+fn main() -> ExitCode {
+    // A person reading a report wants warnings, not the pipeline's info lines.
+    init_with_default(LogFormat::Text, "warn");
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("alarm-triage: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("alarm-triage: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let Command::Replay {
+        event_file,
+        offline,
+        format,
+        now,
+    } = cli.command;
+    let bytes = std::fs::read(&event_file)
+        .with_context(|| format!("cannot read {}", event_file.display()))?;
+    let now = now.map_or(Now::TransitionTime, Now::At);
+    let outcomes = if offline {
+        let config = Config::from_lookup(|name| match name {
+            "AWS_REGION" => Some("offline".to_owned()),
+            other => std::env::var(other).ok(),
+        })?;
+        let triage = Triage::<CloudWatchSource> {
+            collection: Collection::Offline,
+            budget: config.budget,
+            classifier: config.classifier,
+        };
+        triage.handle_bytes(&bytes, now).await
+    } else {
+        let config = Config::from_env()?;
+        let aws = aws_config::from_env()
+            .region(aws_config::Region::new(config.region.clone()))
+            .load()
+            .await;
+        let triage = Triage {
+            collection: Collection::Live {
+                history: CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(&aws)),
+            },
+            budget: config.budget,
+            classifier: config.classifier,
+        };
+        triage.handle_bytes(&bytes, now).await
+    };
+    let outcomes = match outcomes {
+        Ok(o) => o,
+        Err(e) if e.is_rejection() => {
+            eprintln!("alarm-triage: not handled: {e}");
+            return Ok(ExitCode::from(2));
+        }
+        Err(e) => return Err(e.into()),
+    };
+
+    let mut code = ExitCode::SUCCESS;
+    let mut first = true;
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Report(d) => {
+                if !first {
+                    println!();
+                }
+                first = false;
+                println!("{}", rendered(&d, format)?);
+            }
+            Outcome::Ignored {
+                alarm_name,
+                transition,
+            } => {
+                eprintln!(
+                    "alarm-triage: ignored: {alarm_name} went {transition}, which needs no report"
+                );
+            }
+            Outcome::Rejected(e) if e.is_rejection() => {
+                eprintln!("alarm-triage: not handled: {e}");
+                code = ExitCode::from(2);
+            }
+            Outcome::Rejected(e) => return Err(e.into()),
+        }
+    }
+    Ok(code)
+}
+
+fn rendered(d: &Diagnosis, format: Format) -> anyhow::Result<String> {
+    Ok(match format {
+        Format::Json => d.to_json_pretty()?,
+        Format::Text => render::text::render(d).trim_end().to_owned(),
+        Format::Slack => serde_json::to_string_pretty(&render::slack::render(d))?,
+        Format::Chat => serde_json::to_string_pretty(&render::chat::render(d))?,
+    })
+}

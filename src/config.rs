@@ -1,0 +1,187 @@
+//! Typed configuration read once from the environment. A missing or invalid
+//! variable fails the cold start with its name, instead of failing later.
+
+use std::time::Duration;
+
+use crate::classify::ClassifierConfig;
+use crate::error::{Error, Result};
+use crate::evidence::Budget;
+
+/// Settings of the diagnose function and of `alarm-triage replay`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub region: String,
+    pub classifier: ClassifierConfig,
+    pub budget: Budget,
+    /// Time kept back from the invocation deadline for publishing.
+    pub publish_margin: Duration,
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads from any lookup (tests pass a map).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let region = lookup("AWS_REGION")
+            .or_else(|| lookup("AWS_DEFAULT_REGION"))
+            .filter(|r| !r.trim().is_empty())
+            .ok_or(Error::Config {
+                variable: "AWS_REGION",
+                problem: "is not set; expected a region code such as eu-west-1".to_owned(),
+            })?;
+        let defaults = ClassifierConfig::default();
+        let classifier = ClassifierConfig {
+            lookback_seconds: parse(
+                &lookup,
+                "TRIAGE_LOOKBACK_HOURS",
+                defaults.lookback_seconds / 3600,
+                1,
+                24 * 14,
+            )? * 3600,
+            flap_window_seconds: parse(
+                &lookup,
+                "TRIAGE_FLAP_WINDOW_HOURS",
+                defaults.flap_window_seconds / 3600,
+                1,
+                24,
+            )? * 3600,
+            flap_start_percent: parse(
+                &lookup,
+                "TRIAGE_FLAP_START_PERCENT",
+                defaults.flap_start_percent,
+                1.0,
+                100.0,
+            )?,
+            flap_stop_percent: parse(
+                &lookup,
+                "TRIAGE_FLAP_STOP_PERCENT",
+                defaults.flap_stop_percent,
+                0.0,
+                100.0,
+            )?,
+            sustained_after_seconds: parse(
+                &lookup,
+                "TRIAGE_SUSTAINED_AFTER_SECONDS",
+                defaults.sustained_after_seconds,
+                60,
+                24 * 3600,
+            )?,
+            ..defaults
+        };
+        if classifier.flap_stop_percent > classifier.flap_start_percent {
+            return Err(Error::Config {
+                variable: "TRIAGE_FLAP_STOP_PERCENT",
+                problem: format!(
+                    "is {} but must not exceed TRIAGE_FLAP_START_PERCENT ({}), or hysteresis is inverted",
+                    classifier.flap_stop_percent, classifier.flap_start_percent
+                ),
+            });
+        }
+        let per_source_ms = parse(&lookup, "TRIAGE_SOURCE_TIMEOUT_MS", 8_000u64, 100, 60_000)?;
+        let margin_ms = parse(&lookup, "TRIAGE_PUBLISH_MARGIN_MS", 3_000u64, 0, 60_000)?;
+        Ok(Config {
+            region,
+            budget: Budget {
+                per_source: Duration::from_millis(per_source_ms),
+                lookback: chrono::Duration::seconds(
+                    i64::try_from(classifier.lookback_seconds).unwrap_or(86_400),
+                ),
+                ..Budget::default()
+            },
+            classifier,
+            publish_margin: Duration::from_millis(margin_ms),
+        })
+    }
+
+    /// The budget for an invocation with `remaining` time before its deadline.
+    pub fn budget_for(&self, remaining: Duration) -> Budget {
+        Budget {
+            overall: remaining.saturating_sub(self.publish_margin),
+            ..self.budget
+        }
+    }
+}
+
+fn parse<T>(
+    lookup: &impl Fn(&str) -> Option<String>,
+    variable: &'static str,
+    default: T,
+    min: T,
+    max: T,
+) -> Result<T>
+where
+    T: std::str::FromStr + PartialOrd + std::fmt::Display + Copy,
+{
+    let Some(raw) = lookup(variable) else {
+        return Ok(default);
+    };
+    let value: T = raw.trim().parse().map_err(|_| Error::Config {
+        variable,
+        problem: format!("is {raw:?}; expected a number between {min} and {max}"),
+    })?;
+    if value < min || value > max {
+        return Err(Error::Config {
+            variable,
+            problem: format!("is {value}; expected a number between {min} and {max}"),
+        });
+    }
+    Ok(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn a_missing_region_is_named() {
+        let err = Config::from_lookup(lookup(&[])).unwrap_err();
+        assert!(err.to_string().contains("AWS_REGION"), "{err}");
+    }
+
+    #[test]
+    fn a_malformed_number_names_the_variable_and_the_value() {
+        let err = Config::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("TRIAGE_FLAP_START_PERCENT", "lots"),
+        ]))
+        .unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("TRIAGE_FLAP_START_PERCENT") && text.contains("lots"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn inverted_hysteresis_is_refused() {
+        let err = Config::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("TRIAGE_FLAP_START_PERCENT", "10"),
+            ("TRIAGE_FLAP_STOP_PERCENT", "20"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("hysteresis"));
+    }
+
+    #[test]
+    fn defaults_apply_when_nothing_is_set() {
+        let config = Config::from_lookup(lookup(&[("AWS_REGION", "eu-west-1")])).unwrap();
+        assert_eq!(config.classifier, ClassifierConfig::default());
+        assert_eq!(
+            config.budget_for(Duration::from_secs(10)).overall,
+            Duration::from_secs(7)
+        );
+    }
+}

@@ -1,0 +1,352 @@
+//! The diagnosis: the one structure every output (JSON, email text, Slack,
+//! chat) is rendered from. Versioned by [`SCHEMA`]; the JSON Schema lives in
+//! `schema/diagnosis-v1.schema.json` and every diagnosis we produce is tested against it.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::alarm::{AlarmKind, AlarmNotification, AlarmState, Dimension};
+use crate::classify::Classification;
+use crate::series::Series;
+
+/// The schema identifier written into every diagnosis.
+pub const SCHEMA: &str = "alarm-triage/diagnosis/v1";
+
+/// Stable identifier of one alarm transition: the same SNS message delivered
+/// twice (or retried by Lambda) gets the same id, so consumers can deduplicate.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct DiagnosisId(String);
+
+impl DiagnosisId {
+    /// Derived from the alarm ARN (the name when there is no ARN) and the state-change time.
+    pub fn for_transition(alarm: &AlarmNotification) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(alarm.alarm_arn.as_deref().unwrap_or(&alarm.alarm_name));
+        hasher.update(b"|");
+        hasher.update(alarm.state_change_time.to_cloudwatch());
+        hasher.update(b"|");
+        hasher.update(alarm.new_state_value.as_str());
+        let digest = hasher.finalize();
+        let hex: String = digest.iter().take(12).map(|b| format!("{b:02x}")).collect();
+        DiagnosisId(format!("dx-{hex}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for DiagnosisId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A full investigation (into ALARM) or a short resolution report (out of it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportKind {
+    Diagnosis,
+    Resolution,
+}
+
+/// How loudly people should be told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Critical => "critical",
+        }
+    }
+}
+
+/// What the evidence says of a hypothesis.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Supported,
+    Refuted,
+    Inconclusive,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Supported => "supported",
+            Verdict::Refuted => "refuted",
+            Verdict::Inconclusive => "inconclusive",
+        }
+    }
+}
+
+/// The alarm as the diagnosis describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlarmFacts {
+    pub name: String,
+    pub arn: Option<String>,
+    pub description: Option<String>,
+    /// Region code from the ARN (`eu-west-1`).
+    pub region: Option<String>,
+    /// Region display name from the notification (`Europe (Ireland)`).
+    pub region_name: String,
+    pub account: String,
+    pub kind: AlarmKind,
+    pub old_state: AlarmState,
+    pub new_state: AlarmState,
+    pub state_change_time: DateTime<Utc>,
+    pub reason: String,
+    /// What is watched, in one line.
+    pub metric: String,
+    pub namespace: Option<String>,
+    pub metric_name: Option<String>,
+    pub dimensions: Vec<Dimension>,
+    pub expression: Option<String>,
+    pub statistic: Option<String>,
+    pub comparison: Option<String>,
+    pub threshold: Option<f64>,
+    pub period_seconds: Option<u32>,
+    pub evaluation_periods: Option<u32>,
+    pub datapoints_to_alarm: Option<u32>,
+    pub treat_missing_data: Option<String>,
+    pub alarm_rule: Option<String>,
+}
+
+impl AlarmFacts {
+    pub fn from_notification(n: &AlarmNotification) -> Self {
+        let trigger = n.trigger.as_ref();
+        let metric = n.primary_metric();
+        AlarmFacts {
+            name: n.alarm_name.clone(),
+            arn: n.alarm_arn.clone(),
+            description: n.alarm_description.clone().filter(|d| !d.trim().is_empty()),
+            region: n.region_code().map(str::to_owned),
+            region_name: n.region.clone(),
+            account: n.aws_account_id.clone(),
+            kind: n.kind(),
+            old_state: n.old_state_value,
+            new_state: n.new_state_value,
+            state_change_time: n.state_change_time.0,
+            reason: n.new_state_reason.clone(),
+            metric: n.describe_metric(),
+            namespace: metric.as_ref().and_then(|m| m.namespace.clone()),
+            metric_name: metric.as_ref().and_then(|m| m.metric_name.clone()),
+            dimensions: metric.map(|m| m.dimensions).unwrap_or_default(),
+            expression: n.expression().map(str::to_owned),
+            statistic: n.statistic(),
+            comparison: trigger.and_then(|t| t.comparison_operator.clone()),
+            threshold: trigger.and_then(|t| t.threshold),
+            period_seconds: n.period_seconds(),
+            evaluation_periods: trigger.and_then(|t| t.evaluation_periods),
+            datapoints_to_alarm: trigger
+                .and_then(|t| t.datapoints_to_alarm.or(t.evaluation_periods)),
+            treat_missing_data: n.treat_missing_data().map(str::to_owned),
+            alarm_rule: n.alarm_rule.clone(),
+        }
+    }
+
+    /// The value of a dimension of the watched metric.
+    pub fn dimension(&self, name: &str) -> Option<&str> {
+        self.dimensions
+            .iter()
+            .find(|d| d.name == name)
+            .map(|d| d.value.as_str())
+    }
+}
+
+/// One number (or fact) behind a finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub name: String,
+    pub value: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+impl Evidence {
+    /// A measured number; whole numbers are written without a fraction.
+    pub fn number(name: &str, value: f64, unit: &str) -> Self {
+        let whole = value.fract() == 0.0 && value.abs() < 9.0e15;
+        let value = if whole {
+            serde_json::Value::from(value as i64)
+        } else {
+            serde_json::Number::from_f64(value).map_or(serde_json::Value::Null, Into::into)
+        };
+        Evidence {
+            name: name.to_owned(),
+            value,
+            unit: (!unit.is_empty()).then(|| unit.to_owned()),
+        }
+    }
+
+    pub fn text(name: &str, value: impl Into<String>) -> Self {
+        Evidence {
+            name: name.to_owned(),
+            value: serde_json::Value::String(value.into()),
+            unit: None,
+        }
+    }
+
+    /// The value as a person reads it.
+    pub fn display_value(&self) -> String {
+        let value = match &self.value {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => "n/a".to_owned(),
+            other => other.to_string(),
+        };
+        match &self.unit {
+            Some(unit) => format!("{value} {unit}"),
+            None => value,
+        }
+    }
+}
+
+/// One hypothesis of the playbook and what the evidence says of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable machine name (`alarm.flapping`, `alb.shared_problem`).
+    pub id: String,
+    pub hypothesis: String,
+    pub verdict: Verdict,
+    /// One sentence with the deciding numbers.
+    pub summary: String,
+    /// A short clause for the verdict line, when this finding explains the alarm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    pub evidence: Vec<Evidence>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Series>,
+}
+
+/// A source of evidence that could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceGap {
+    pub source: String,
+    pub reason: String,
+}
+
+/// A read-only command that confirms or explores a next step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Command {
+    /// `aws`, `kubectl` or `promql`.
+    pub tool: String,
+    pub text: String,
+}
+
+/// A proposal for people; the bot never carries it out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NextStep {
+    pub proposal: String,
+    pub rationale: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trade_offs: Option<String>,
+    pub commands: Vec<Command>,
+}
+
+/// A console page worth opening.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Link {
+    pub label: String,
+    pub url: String,
+}
+
+/// How long gathering took, per source.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Timings {
+    pub total_ms: u64,
+    pub sources: Vec<SourceTiming>,
+}
+
+/// One source's wall time and outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceTiming {
+    pub source: String,
+    pub ms: u64,
+    pub outcome: String,
+}
+
+/// Everything the bot concluded about one alarm transition.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Diagnosis {
+    pub schema: String,
+    pub id: DiagnosisId,
+    pub kind: ReportKind,
+    pub generated_at: DateTime<Utc>,
+    /// The verdict line: behaviour, then the cause where the evidence names one.
+    pub headline: String,
+    pub severity: Severity,
+    pub alarm: AlarmFacts,
+    pub classification: Classification,
+    pub findings: Vec<Finding>,
+    pub evidence_gaps: Vec<EvidenceGap>,
+    pub next_steps: Vec<NextStep>,
+    pub links: Vec<Link>,
+    pub timings: Timings,
+    /// Remarks about the report itself (for example that it was shortened to fit a message).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+impl Diagnosis {
+    /// Serialises as the published JSON.
+    pub fn to_json(&self) -> crate::Result<String> {
+        serde_json::to_string(self).map_err(crate::Error::Serialise)
+    }
+
+    /// Serialises as indented JSON for people.
+    pub fn to_json_pretty(&self) -> crate::Result<String> {
+        serde_json::to_string_pretty(self).map_err(crate::Error::Serialise)
+    }
+
+    /// The findings the evidence supports.
+    pub fn supported(&self) -> impl Iterator<Item = &Finding> {
+        self.findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Supported)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn notification(time: &str) -> AlarmNotification {
+        serde_json::from_str(&format!(
+            r#"{{"AlarmName":"a","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
+                "StateChangeTime":"{time}","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:a"}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn the_same_transition_always_gets_the_same_id() {
+        let a = DiagnosisId::for_transition(&notification("2026-11-29T10:00:00.000+0000"));
+        let b = DiagnosisId::for_transition(&notification("2026-11-29T10:00:00.000Z"));
+        let c = DiagnosisId::for_transition(&notification("2026-11-29T10:01:00.000+0000"));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert!(a.as_str().starts_with("dx-") && a.as_str().len() == 27);
+    }
+
+    #[test]
+    fn evidence_values_read_with_their_unit() {
+        assert_eq!(Evidence::number("p99", 1.5, "s").display_value(), "1.5 s");
+        assert_eq!(Evidence::number("nan", f64::NAN, "").display_value(), "n/a");
+        assert_eq!(Evidence::number("count", 3.0, "").display_value(), "3");
+        assert_eq!(
+            Evidence::text("mode", "instance").display_value(),
+            "instance"
+        );
+    }
+}

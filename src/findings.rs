@@ -1,0 +1,89 @@
+//! The playbook's hypotheses, each decided by a pure function over collected evidence.
+
+use crate::classify::{Behaviour, Classification, human_duration};
+use crate::diagnosis::{Evidence, Finding, Verdict};
+
+/// Flapping vs sustained vs one-off, from the alarm's state history.
+///
+/// Without the history only the notification's own transition is known, and
+/// one transition cannot show a pattern: the finding is then inconclusive.
+pub fn alarm_behaviour(classification: &Classification, history_known: bool) -> Finding {
+    let f = &classification.figures;
+    let mut evidence = vec![
+        Evidence::number(
+            "transitions in the last 1 h",
+            f64::from(f.transitions_last_1h),
+            "",
+        ),
+        Evidence::number(
+            "transitions in the last 6 h",
+            f64::from(f.transitions_last_6h),
+            "",
+        ),
+        Evidence::number(
+            "transitions in the last 24 h",
+            f64::from(f.transitions_last_24h),
+            "",
+        ),
+        Evidence::number("entries into ALARM", f64::from(f.alarm_cycles), ""),
+        Evidence::number(
+            "share of time in ALARM",
+            (f.alarm_share * 1000.0).round() / 10.0,
+            "%",
+        ),
+        Evidence::number("state-change score", f.percent_state_change, "%"),
+        Evidence::number("flapping starts above", f.flap_start_percent, "%"),
+        Evidence::number("flapping stops below", f.flap_stop_percent, "%"),
+    ];
+    if let Some(mean) = f.mean_alarm_episode_seconds {
+        evidence.push(Evidence::text(
+            "mean ALARM episode",
+            human_duration(chrono::Duration::seconds(mean as i64)),
+        ));
+    }
+    if let Some(start) = f.episode_started_at {
+        evidence.push(Evidence::text(
+            "current run of transitions started",
+            start.format("%Y-%m-%d %H:%M UTC").to_string(),
+        ));
+    }
+    let (verdict, summary, cause) = if !history_known {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "Only this notification's transition is known (alarm history not collected); on that alone the alarm looks {}.",
+                classification.behaviour.as_str()
+            ),
+            None,
+        )
+    } else if classification.behaviour == Behaviour::Flapping {
+        (
+            Verdict::Supported,
+            format!("Flapping: {}.", classification.explanation),
+            Some(format!(
+                "{} into ALARM in {} h",
+                crate::classify::plural(f.alarm_cycles, "entry"),
+                f.lookback_seconds / 3600
+            )),
+        )
+    } else {
+        (
+            Verdict::Refuted,
+            format!(
+                "Not flapping, {}: {}.",
+                classification.behaviour.as_str(),
+                classification.explanation
+            ),
+            None,
+        )
+    };
+    Finding {
+        id: "alarm.flapping".to_owned(),
+        hypothesis: "The alarm is flapping (repeated OK/ALARM cycles) rather than a sustained breach or a one-off".to_owned(),
+        verdict,
+        summary,
+        cause,
+        evidence,
+        series: vec![classification.timeline.clone()],
+    }
+}

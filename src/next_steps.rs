@@ -1,0 +1,179 @@
+//! Next steps: proposals for people with the read-only commands that confirm
+//! them. Nothing here (or anywhere in the bot) changes AWS or Kubernetes.
+
+use chrono::{DateTime, Duration, SecondsFormat, Utc};
+
+use crate::classify::{Behaviour, Classification};
+use crate::diagnosis::{AlarmFacts, Command, NextStep, ReportKind};
+
+/// Quotes a value for a POSIX shell, so names from an alarm cannot break out of a command.
+pub fn shell_quote(value: &str) -> String {
+    if !value.is_empty()
+        && value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c))
+    {
+        return value.to_owned();
+    }
+    format!("'{}'", value.replace('\'', r"'\''"))
+}
+
+fn aws(text: String) -> Command {
+    Command {
+        tool: "aws".to_owned(),
+        text,
+    }
+}
+
+fn iso(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn region_flag(alarm: &AlarmFacts) -> String {
+    alarm
+        .region
+        .as_deref()
+        .map(|r| format!(" --region {}", shell_quote(r)))
+        .unwrap_or_default()
+}
+
+/// The load balancer's name from its `LoadBalancer` dimension (`app/<name>/<id>`).
+pub fn load_balancer_name(dimension_value: &str) -> Option<&str> {
+    let mut parts = dimension_value.split('/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("app" | "net" | "gwy"), Some(name), Some(_)) if !name.is_empty() => Some(name),
+        _ => None,
+    }
+}
+
+/// Proposals that follow from what is known about the alarm and its behaviour.
+pub fn propose(
+    alarm: &AlarmFacts,
+    classification: &Classification,
+    kind: ReportKind,
+    now: DateTime<Utc>,
+) -> Vec<NextStep> {
+    let region = region_flag(alarm);
+    let name = shell_quote(&alarm.name);
+    let mut steps = Vec::new();
+
+    let history_command = aws(format!(
+        "aws cloudwatch describe-alarm-history --alarm-name {name} --history-item-type StateUpdate --start-date {} --end-date {} --query 'AlarmHistoryItems[].[Timestamp,HistorySummary]' --output table{region}",
+        iso(now - Duration::hours(24)),
+        iso(now),
+    ));
+
+    if kind == ReportKind::Resolution {
+        let (proposal, rationale) = if classification.behaviour == Behaviour::Flapping {
+            (
+                "Treat this recovery as a pause, not a fix: keep the investigation open",
+                "The alarm is flapping; it has recovered before and came back each time.",
+            )
+        } else {
+            (
+                "Confirm that the recovery holds and note the episode in the on-call log",
+                "A single episode that cleared by itself needs no action unless it repeats.",
+            )
+        };
+        steps.push(NextStep {
+            proposal: proposal.to_owned(),
+            rationale: rationale.to_owned(),
+            trade_offs: None,
+            commands: vec![history_command],
+        });
+        return steps;
+    }
+
+    if classification.behaviour == Behaviour::Flapping {
+        steps.push(NextStep {
+            proposal: "Date the start of the flapping before suspecting the latest change".to_owned(),
+            rationale: format!(
+                "Flapping episodes are often blamed on the most recent deploy; the history shows when the cycles began{}.",
+                classification
+                    .figures
+                    .episode_started_at
+                    .map(|t| format!(" (here: {})", t.format("%Y-%m-%d %H:%M UTC")))
+                    .unwrap_or_default()
+            ),
+            trade_offs: None,
+            commands: vec![history_command.clone()],
+        });
+    }
+
+    let is_alb = alarm.namespace.as_deref() == Some("AWS/ApplicationELB");
+    let lb_dimension = alarm.dimension("LoadBalancer");
+    if let (true, Some(lb), None) = (is_alb, lb_dimension, alarm.dimension("TargetGroup")) {
+        let metric = alarm.metric_name.as_deref().unwrap_or("TargetResponseTime");
+        let mut commands = Vec::new();
+        if let Some(lb_name) = load_balancer_name(lb) {
+            commands.push(aws(format!(
+                "aws elbv2 describe-target-groups --load-balancer-arn \"$(aws elbv2 describe-load-balancers --names {} --query 'LoadBalancers[0].LoadBalancerArn' --output text{region})\" --query 'TargetGroups[].[TargetGroupName,TargetType,Protocol,Port]' --output table{region}",
+                shell_quote(lb_name)
+            )));
+        }
+        let search = format!(
+            "SEARCH('{{AWS/ApplicationELB,LoadBalancer,TargetGroup}} MetricName=\"{metric}\" LoadBalancer=\"{lb}\"', '{}', {})",
+            alarm.statistic.as_deref().unwrap_or("Average"),
+            alarm.period_seconds.unwrap_or(60)
+        );
+        let queries =
+            serde_json::json!([{ "Id": "per_target_group", "Expression": search }]).to_string();
+        commands.push(aws(format!(
+            "aws cloudwatch get-metric-data --metric-data-queries {} --start-time {} --end-time {} --query 'MetricDataResults[].[Label,max(Values)]' --output table{region}",
+            shell_quote(&queries),
+            iso(now - Duration::hours(3)),
+            iso(now),
+        )));
+        steps.push(NextStep {
+            proposal: "Break the metric down per target group to find the service behind the alarm".to_owned(),
+            rationale: "The alarm watches the whole load balancer; one slow target group with the others normal clears the shared ALB and ingress and names the service.".to_owned(),
+            trade_offs: None,
+            commands,
+        });
+    }
+
+    if is_alb
+        && alarm.metric_name.as_deref() == Some("TargetResponseTime")
+        && alarm.statistic.as_deref() == Some("Average")
+    {
+        steps.push(NextStep {
+            proposal: "Once the cause is fixed, consider alarming on p99 per target group instead of the ALB-wide Average".to_owned(),
+            rationale: "An ALB-wide Average mixes fast and slow services and can be pushed over the threshold by a few slow requests at low traffic; per-group p99 points at the service and measures what users feel.".to_owned(),
+            trade_offs: Some("p99 is noisier at low request counts: pair it with M-of-N datapoints (e.g. 3 of 5) and a minimum RequestCount; tuning the alarm before the cause is known only hides it.".to_owned()),
+            commands: vec![],
+        });
+    }
+
+    if steps.is_empty() {
+        steps.push(NextStep {
+            proposal: "Read the alarm's recent history and the metric around the transition".to_owned(),
+            rationale: "No specialised enrichment exists yet for this kind of alarm; the history tells whether this is new.".to_owned(),
+            trade_offs: None,
+            commands: vec![history_command],
+        });
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_leaves_plain_names_and_wraps_the_rest() {
+        assert_eq!(shell_quote("k8s-shop-latency"), "k8s-shop-latency");
+        assert_eq!(shell_quote("a b"), "'a b'");
+        assert_eq!(shell_quote("x'; rm -rf /"), r"'x'\''; rm -rf /'");
+        assert_eq!(shell_quote("$(id)"), "'$(id)'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn load_balancer_names_come_from_the_dimension() {
+        assert_eq!(
+            load_balancer_name("app/k8s-shop-a1b2c3/50dc6c495c0c9188"),
+            Some("k8s-shop-a1b2c3")
+        );
+        assert_eq!(load_balancer_name("i-123"), None);
+    }
+}

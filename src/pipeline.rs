@@ -1,0 +1,174 @@
+//! The pipeline the Lambda and `alarm-triage replay` share: intake, evidence
+//! gathering, assembly. Each record of a batch is handled on its own, so one
+//! bad record never hides the others.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::classify::ClassifierConfig;
+use crate::diagnosis::{Diagnosis, ReportKind};
+use crate::error::{Error, Result};
+use crate::evidence::{AlarmHistorySource, Budget, Collection, gather};
+use crate::intake::{self, Delivery, Response};
+use crate::triage::assemble;
+
+/// Which instant a run treats as "now".
+#[derive(Debug, Clone, Copy)]
+pub enum Now {
+    /// A given instant (the Lambda passes the clock's reading).
+    At(DateTime<Utc>),
+    /// The transition's own time: replaying a capture reproduces what the bot
+    /// would have said when it arrived.
+    TransitionTime,
+}
+
+/// What became of one record.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A diagnosis or resolution report.
+    Report(Box<Diagnosis>),
+    /// A transition that deserves nothing (OK <-> INSUFFICIENT_DATA).
+    Ignored {
+        alarm_name: String,
+        transition: String,
+    },
+    /// Not something this bot handles; never retried.
+    Rejected(Error),
+}
+
+/// A record's outcome as the Lambda reports it in its response.
+#[derive(Debug, Serialize)]
+pub struct OutcomeSummary {
+    pub record: usize,
+    pub outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diagnosis_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alarm_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Outcome {
+    pub fn summary(&self, record: usize) -> OutcomeSummary {
+        match self {
+            Outcome::Report(d) => OutcomeSummary {
+                record,
+                outcome: match d.kind {
+                    ReportKind::Diagnosis => "diagnosed",
+                    ReportKind::Resolution => "resolved",
+                },
+                diagnosis_id: Some(d.id.to_string()),
+                alarm_name: Some(d.alarm.name.clone()),
+                detail: Some(d.headline.clone()),
+            },
+            Outcome::Ignored {
+                alarm_name,
+                transition,
+            } => OutcomeSummary {
+                record,
+                outcome: "ignored",
+                diagnosis_id: None,
+                alarm_name: Some(alarm_name.clone()),
+                detail: Some(transition.clone()),
+            },
+            Outcome::Rejected(error) => OutcomeSummary {
+                record,
+                outcome: "rejected",
+                diagnosis_id: None,
+                alarm_name: None,
+                detail: Some(format!("{}: {error}", error.kind())),
+            },
+        }
+    }
+}
+
+/// Everything a run needs, built once (per cold start, or per CLI call).
+#[derive(Debug)]
+pub struct Triage<H> {
+    pub collection: Collection<H>,
+    pub budget: Budget,
+    pub classifier: ClassifierConfig,
+}
+
+impl<H: AlarmHistorySource> Triage<H> {
+    /// Handles raw bytes (a captured event file).
+    pub async fn handle_bytes(&self, bytes: &[u8], now: Now) -> Result<Vec<Outcome>> {
+        let deliveries = intake::deliveries_from_bytes(bytes)?;
+        Ok(self.handle_deliveries(deliveries, now, self.budget).await)
+    }
+
+    /// Handles a parsed event (the Lambda's input) within `budget` (derived from
+    /// the invocation's deadline).
+    pub async fn handle_value(
+        &self,
+        event: Value,
+        now: Now,
+        budget: Budget,
+    ) -> Result<Vec<Outcome>> {
+        let deliveries = intake::deliveries_from_value(event)?;
+        Ok(self.handle_deliveries(deliveries, now, budget).await)
+    }
+
+    async fn handle_deliveries(
+        &self,
+        deliveries: Vec<Result<Delivery>>,
+        now: Now,
+        budget: Budget,
+    ) -> Vec<Outcome> {
+        let mut outcomes = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            let outcome = match delivery {
+                Ok(d) => self.handle_delivery(&d, now, budget).await,
+                Err(e) => Outcome::Rejected(e),
+            };
+            outcomes.push(outcome);
+        }
+        outcomes
+    }
+
+    /// Handles one SNS delivery.
+    pub async fn handle_delivery(&self, delivery: &Delivery, now: Now, budget: Budget) -> Outcome {
+        let alarm = match intake::alarm_from_delivery(delivery) {
+            Ok(alarm) => alarm,
+            Err(e) => {
+                tracing::warn!(
+                    message_id = %delivery.message_id,
+                    error_kind = e.kind(),
+                    error = %e,
+                    "rejected SNS message"
+                );
+                return Outcome::Rejected(e);
+            }
+        };
+        let kind = match intake::response_to(alarm.old_state_value, alarm.new_state_value) {
+            Response::Diagnose => ReportKind::Diagnosis,
+            Response::Resolve => ReportKind::Resolution,
+            Response::Ignore => {
+                let transition = format!("{} -> {}", alarm.old_state_value, alarm.new_state_value);
+                tracing::info!(alarm_name = %alarm.alarm_name, %transition, "transition ignored");
+                return Outcome::Ignored {
+                    alarm_name: alarm.alarm_name,
+                    transition,
+                };
+            }
+        };
+        let now = match now {
+            Now::At(t) => t,
+            Now::TransitionTime => alarm.state_change_time.0,
+        };
+        let evidence = gather(&self.collection, &alarm, budget, now).await;
+        let diagnosis = assemble(&alarm, kind, &evidence, &self.classifier, now);
+        tracing::info!(
+            alarm_name = %diagnosis.alarm.name,
+            diagnosis_id = %diagnosis.id,
+            classification = diagnosis.classification.behaviour.as_str(),
+            severity = diagnosis.severity.as_str(),
+            gaps = diagnosis.evidence_gaps.len(),
+            total_ms = diagnosis.timings.total_ms,
+            "alarm triaged"
+        );
+        Outcome::Report(Box::new(diagnosis))
+    }
+}

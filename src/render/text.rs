@@ -1,0 +1,252 @@
+//! Plain text for email: verdict first, readable at 80 columns without HTML.
+//! Commands and links stay on one line so they can be copied whole.
+
+use std::fmt::Write;
+
+use super::one_line;
+use super::sparkline::series_sparkline;
+use crate::classify::human_duration;
+use crate::diagnosis::{Diagnosis, ReportKind, Verdict};
+
+const WIDTH: usize = 80;
+
+/// Renders the report as plain text.
+pub fn render(d: &Diagnosis) -> String {
+    let mut out = String::new();
+    let a = &d.alarm;
+    push_wrapped(&mut out, "", &capitalise(&one_line(&d.headline)));
+    let _ = writeln!(
+        out,
+        "Severity {} | {} {} | {}",
+        d.severity.as_str(),
+        match d.kind {
+            ReportKind::Diagnosis => "diagnosis",
+            ReportKind::Resolution => "resolution",
+        },
+        d.id,
+        d.generated_at.format("%Y-%m-%d %H:%M UTC")
+    );
+    out.push('\n');
+
+    field(&mut out, "Alarm", &one_line(&a.name));
+    field(
+        &mut out,
+        "State",
+        &format!(
+            "{} (was {}) since {}",
+            a.new_state,
+            a.old_state,
+            a.state_change_time.format("%Y-%m-%d %H:%M:%S UTC")
+        ),
+    );
+    field(
+        &mut out,
+        "Account",
+        &format!(
+            "{} in {}",
+            one_line(&a.account),
+            a.region
+                .as_deref()
+                .map_or_else(|| one_line(&a.region_name), one_line)
+        ),
+    );
+    field(&mut out, "Watches", &one_line(&a.metric));
+    if let Some(condition) = condition(d) {
+        field(&mut out, "Condition", &condition);
+    }
+    if let Some(description) = &a.description {
+        field(&mut out, "About", &one_line(description));
+    }
+    field(&mut out, "Reason", &one_line(&a.reason));
+    out.push('\n');
+
+    let c = &d.classification;
+    field(
+        &mut out,
+        "Behaviour",
+        &format!("{}: {}", c.behaviour.as_str(), one_line(&c.explanation)),
+    );
+    let span = c.timeline.values.len() as u64 * c.timeline.step_seconds;
+    field(
+        &mut out,
+        "ALARM 24 h",
+        &format!(
+            "{}  ({} per mark)",
+            series_sparkline(&c.timeline, WIDTH - 30),
+            human_duration(chrono::Duration::seconds(
+                i64::try_from(span / c.timeline.values.len().max(1) as u64).unwrap_or(0)
+            ))
+        ),
+    );
+    out.push('\n');
+
+    if !d.findings.is_empty() {
+        out.push_str("FINDINGS\n");
+        for f in &d.findings {
+            let mark = match f.verdict {
+                Verdict::Supported => "[supported]   ",
+                Verdict::Refuted => "[refuted]     ",
+                Verdict::Inconclusive => "[inconclusive]",
+            };
+            push_wrapped(&mut out, &format!("  {mark} "), &one_line(&f.hypothesis));
+            push_wrapped(&mut out, "      ", &one_line(&f.summary));
+            for e in &f.evidence {
+                push_wrapped(
+                    &mut out,
+                    "      - ",
+                    &format!("{}: {}", one_line(&e.name), one_line(&e.display_value())),
+                );
+            }
+            for s in &f.series {
+                push_wrapped(
+                    &mut out,
+                    "      - ",
+                    &format!("{}: {}", one_line(&s.label), series_sparkline(s, 30)),
+                );
+            }
+        }
+        out.push('\n');
+    }
+
+    if !d.evidence_gaps.is_empty() {
+        out.push_str("NOT CHECKED\n");
+        for g in &d.evidence_gaps {
+            push_wrapped(
+                &mut out,
+                "  - ",
+                &format!("{}: {}", one_line(&g.source), one_line(&g.reason)),
+            );
+        }
+        out.push('\n');
+    }
+
+    if !d.next_steps.is_empty() {
+        out.push_str("NEXT STEPS (proposals; alarm-triage changes nothing)\n");
+        for (i, s) in d.next_steps.iter().enumerate() {
+            push_wrapped(&mut out, &format!("  {}. ", i + 1), &one_line(&s.proposal));
+            push_wrapped(
+                &mut out,
+                "     ",
+                &format!("Why: {}", one_line(&s.rationale)),
+            );
+            if let Some(t) = &s.trade_offs {
+                push_wrapped(&mut out, "     ", &format!("Trade-offs: {}", one_line(t)));
+            }
+            for cmd in &s.commands {
+                let _ = writeln!(out, "     {} {}", prompt(&cmd.tool), one_line(&cmd.text));
+            }
+        }
+        out.push('\n');
+    }
+
+    if !d.links.is_empty() {
+        out.push_str("LINKS\n");
+        for l in &d.links {
+            let _ = writeln!(out, "  {}: {}", one_line(&l.label), l.url);
+        }
+        out.push('\n');
+    }
+    for note in &d.notes {
+        push_wrapped(&mut out, "", &format!("Note: {}", one_line(note)));
+    }
+    out
+}
+
+fn prompt(tool: &str) -> &'static str {
+    match tool {
+        "promql" => "promql>",
+        _ => "$",
+    }
+}
+
+/// `Average > 0.8 for 2 of 2 periods of 60 s; missing data: missing`.
+fn condition(d: &Diagnosis) -> Option<String> {
+    let a = &d.alarm;
+    let op = match a.comparison.as_deref()? {
+        "GreaterThanThreshold" => ">",
+        "GreaterThanOrEqualToThreshold" => ">=",
+        "LessThanThreshold" => "<",
+        "LessThanOrEqualToThreshold" => "<=",
+        "LessThanLowerOrGreaterThanUpperThreshold" => "outside the band",
+        "LessThanLowerThreshold" => "below the band",
+        "GreaterThanUpperThreshold" => "above the band",
+        other => other,
+    };
+    let what = a.statistic.clone().unwrap_or_else(|| "value".to_owned());
+    let threshold = a.threshold.map(|t| format!(" {t}")).unwrap_or_default();
+    let mut text = format!("{what} {op}{threshold}");
+    if let (Some(n), Some(m), Some(p)) = (
+        a.datapoints_to_alarm,
+        a.evaluation_periods,
+        a.period_seconds,
+    ) {
+        let _ = write!(text, " for {n} of {m} periods of {p} s");
+    }
+    if let Some(missing) = &a.treat_missing_data {
+        let _ = write!(text, "; missing data: {}", one_line(missing));
+    }
+    Some(text)
+}
+
+fn field(out: &mut String, label: &str, value: &str) {
+    push_wrapped(out, &format!("{label:<11}"), value);
+}
+
+/// Word-wraps `text` to 80 columns; the first line starts with `lead`, the
+/// following ones are indented to line up with it. Words longer than a line
+/// (URLs, ARNs) are kept whole.
+fn push_wrapped(out: &mut String, lead: &str, text: &str) {
+    let indent = " ".repeat(lead.chars().count());
+    let mut line = lead.to_owned();
+    let mut line_len = line.chars().count();
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let word_len = word.chars().count();
+        if !empty && line_len + 1 + word_len > WIDTH {
+            out.push_str(line.trim_end());
+            out.push('\n');
+            line = indent.clone();
+            line_len = line.chars().count();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+            line_len += 1;
+        }
+        line.push_str(word);
+        line_len += word_len;
+        empty = false;
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+}
+
+/// The headline starts with a capital, as a sentence does.
+pub(crate) fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrapping_keeps_lines_within_eighty_columns() {
+        let mut out = String::new();
+        push_wrapped(&mut out, "Reason     ", &"word ".repeat(60));
+        assert!(out.lines().all(|l| l.chars().count() <= WIDTH), "{out}");
+        assert!(out.lines().nth(1).unwrap().starts_with("           word"));
+    }
+
+    #[test]
+    fn a_word_longer_than_a_line_stays_whole() {
+        let mut out = String::new();
+        let url = format!("https://{}", "x".repeat(100));
+        push_wrapped(&mut out, "  ", &format!("see {url}"));
+        assert!(out.contains(&url));
+    }
+}

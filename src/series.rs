@@ -1,0 +1,33 @@
+//! Regular time series, the shape every chart and sparkline is drawn from.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// Values at `start`, `start + step`, ...; `None` where nothing was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Series {
+    /// What the values are, for a person ("share of each interval in ALARM").
+    pub label: String,
+    /// Unit of the values ("ratio", "seconds", "count", "cores").
+    pub unit: String,
+    pub start: DateTime<Utc>,
+    pub step_seconds: u64,
+    pub values: Vec<Option<f64>>,
+}
+
+impl Series {
+    /// The largest measured value.
+    pub fn max(&self) -> Option<f64> {
+        self.values.iter().flatten().copied().reduce(f64::max)
+    }
+
+    /// Keeps only the newest `keep` values (used to shrink a message, never the verdict).
+    pub fn trim_to_newest(&mut self, keep: usize) {
+        let drop = self.values.len().saturating_sub(keep);
+        if drop > 0 {
+            self.values.drain(..drop);
+            let offset = i64::try_from(drop as u64 * self.step_seconds).unwrap_or(i64::MAX);
+            self.start += chrono::Duration::seconds(offset);
+        }
+    }
+}

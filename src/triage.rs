@@ -1,0 +1,158 @@
+//! Assembles a diagnosis from a notification and the evidence gathered for it.
+//! Pure: no I/O, no clock (`now` comes in), no environment.
+
+use chrono::{DateTime, Utc};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+
+use crate::alarm::AlarmNotification;
+use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify, human_duration};
+use crate::diagnosis::{
+    AlarmFacts, Diagnosis, DiagnosisId, EvidenceGap, Link, ReportKind, SCHEMA, Severity, Timings,
+};
+use crate::findings;
+use crate::history::AlarmHistory;
+use crate::next_steps::{load_balancer_name, propose};
+
+/// What the evidence gathering brought back.
+#[derive(Debug, Clone, Default)]
+pub struct GatheredEvidence {
+    /// The alarm's state history; `None` when it could not be read.
+    pub history: Option<AlarmHistory>,
+    pub gaps: Vec<EvidenceGap>,
+    pub timings: Timings,
+}
+
+/// Builds the diagnosis (for an ALARM transition) or resolution report (for leaving ALARM).
+pub fn assemble(
+    notification: &AlarmNotification,
+    kind: ReportKind,
+    evidence: &GatheredEvidence,
+    config: &ClassifierConfig,
+    now: DateTime<Utc>,
+) -> Diagnosis {
+    let alarm = AlarmFacts::from_notification(notification);
+    let history = evidence
+        .history
+        .clone()
+        .unwrap_or_default()
+        .including(notification);
+    let timing = timing_of(&alarm);
+    let classification = classify(&history, alarm.new_state, timing, config, now);
+    let behaviour_finding = findings::alarm_behaviour(&classification, evidence.history.is_some());
+
+    let headline = match kind {
+        ReportKind::Diagnosis => {
+            let causes: Vec<&str> = [&behaviour_finding]
+                .into_iter()
+                .filter_map(|f| f.cause.as_deref())
+                .collect();
+            let because = if causes.is_empty() {
+                classification.explanation.clone()
+            } else {
+                causes.join("; ")
+            };
+            if evidence.history.is_some() {
+                format!(
+                    "{}: {} ({because})",
+                    classification.behaviour.as_str(),
+                    alarm.name
+                )
+            } else {
+                format!(
+                    "{} on this transition alone: {} (alarm history not collected, so flapping cannot be ruled out)",
+                    classification.behaviour.as_str(),
+                    alarm.name
+                )
+            }
+        }
+        ReportKind::Resolution => {
+            let lasted = classification
+                .figures
+                .current_state_since
+                .zip(previous_alarm_start(&history, alarm.state_change_time))
+                .map(|(end, start)| format!(" after {} in ALARM", human_duration(end - start)))
+                .unwrap_or_default();
+            format!(
+                "resolved: {} is back to {}{} ({})",
+                alarm.name,
+                alarm.new_state,
+                lasted,
+                classification.behaviour.as_str()
+            )
+        }
+    };
+    let severity = match (kind, classification.behaviour) {
+        (ReportKind::Resolution, _) => Severity::Info,
+        (ReportKind::Diagnosis, Behaviour::Sustained) => Severity::Critical,
+        (ReportKind::Diagnosis, _) => Severity::Warning,
+    };
+    let next_steps = propose(&alarm, &classification, kind, now);
+    let links = console_links(&alarm);
+
+    Diagnosis {
+        schema: SCHEMA.to_owned(),
+        id: DiagnosisId::for_transition(notification),
+        kind,
+        generated_at: now,
+        headline,
+        severity,
+        alarm,
+        classification,
+        findings: vec![behaviour_finding],
+        evidence_gaps: evidence.gaps.clone(),
+        next_steps,
+        links,
+        timings: evidence.timings.clone(),
+        notes: Vec::new(),
+    }
+}
+
+/// The alarm's evaluation settings, with CloudWatch's defaults where the notification is silent.
+fn timing_of(alarm: &AlarmFacts) -> AlarmTiming {
+    let evaluation_periods = alarm.evaluation_periods.unwrap_or(1).max(1);
+    AlarmTiming {
+        period_seconds: alarm
+            .period_seconds
+            .unwrap_or(AlarmTiming::UNKNOWN.period_seconds),
+        evaluation_periods,
+        datapoints_to_alarm: alarm.datapoints_to_alarm.unwrap_or(evaluation_periods),
+    }
+}
+
+/// When the ALARM episode that ended at `end` began.
+fn previous_alarm_start(history: &AlarmHistory, end: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    history
+        .changes()
+        .iter()
+        .rev()
+        .filter(|c| c.at < end)
+        .find(|c| c.to == crate::alarm::AlarmState::Alarm)
+        .map(|c| c.at)
+}
+
+/// Characters escaped in a console URL fragment.
+const FRAGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.');
+
+fn console_links(alarm: &AlarmFacts) -> Vec<Link> {
+    let Some(region) = alarm.region.as_deref() else {
+        return Vec::new();
+    };
+    let region: String = utf8_percent_encode(region, FRAGMENT).to_string();
+    let mut links = vec![Link {
+        label: "CloudWatch alarm".to_owned(),
+        url: format!(
+            "https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#alarmsV2:alarm/{}",
+            utf8_percent_encode(&alarm.name, FRAGMENT)
+        ),
+    }];
+    if let Some(lb) = alarm.dimension("LoadBalancer").and_then(load_balancer_name) {
+        links.push(Link {
+            label: "Load balancer".to_owned(),
+            url: format!(
+                "https://{region}.console.aws.amazon.com/ec2/home?region={region}#LoadBalancers:search={}",
+                utf8_percent_encode(lb, FRAGMENT)
+            ),
+        });
+    }
+    links
+}
