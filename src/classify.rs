@@ -145,6 +145,8 @@ pub fn classify(
 ) -> Classification {
     let lookback = secs(config.lookback_seconds);
     let window_start = now - lookback;
+    // Before this instant the state is unknown: shares and episodes only count known time.
+    let known_from = history.known_from().unwrap_or(now).clamp(window_start, now);
     let changes = history.changes_between(DateTime::<Utc>::MIN_UTC, now);
     let count_since = |d: Duration| {
         u32::try_from(history.changes_between(now - d, now).len()).unwrap_or(u32::MAX)
@@ -152,7 +154,7 @@ pub fn classify(
 
     let interval = sample_interval(timing, config);
     let (behaviour_is_flapping, score) = flapping_with_hysteresis(history, interval, config, now);
-    let episodes = alarm_episodes(history, current, window_start, now);
+    let episodes = alarm_episodes(history, current, known_from, now);
     let alarm_seconds: i64 = episodes
         .iter()
         .map(|e| (e.end - e.start).num_seconds())
@@ -175,7 +177,7 @@ pub fn classify(
         transitions_last_6h: count_since(Duration::hours(6)),
         transitions_last_24h: count_since(Duration::hours(24)),
         alarm_cycles,
-        alarm_share: round3(alarm_seconds as f64 / lookback.num_seconds().max(1) as f64),
+        alarm_share: round3(alarm_seconds as f64 / (now - known_from).num_seconds().max(1) as f64),
         mean_alarm_episode_seconds: mean_episode.map(|m| m.round()),
         current_state: current,
         current_state_since,
@@ -225,6 +227,13 @@ pub fn classify(
                 ),
             )
         }
+    } else if last_episode.is_none() {
+        (
+            Behaviour::Recovered,
+            format!(
+                "back to {current}; how long it was in ALARM is unknown (no history before this transition)"
+            ),
+        )
     } else {
         let lasted = last_episode.map_or(Duration::zero(), |e| e.end - e.start) + pre_breach;
         if lasted >= sustained_after {
@@ -254,7 +263,7 @@ pub fn classify(
         behaviour,
         explanation,
         figures,
-        timeline: alarm_timeline(history, current, interval, window_start, now),
+        timeline: alarm_timeline(history, current, interval, window_start, known_from, now),
     }
 }
 
@@ -400,16 +409,20 @@ fn alarm_timeline(
     current: AlarmState,
     interval: Duration,
     window_start: DateTime<Utc>,
+    known_from: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Series {
     let steps =
         ((now - window_start).num_seconds() / interval.num_seconds().max(1)).clamp(1, 10_000);
     let start = now - interval * i32::try_from(steps).unwrap_or(i32::MAX);
-    let episodes = alarm_episodes(history, current, start, now);
+    let episodes = alarm_episodes(history, current, known_from.max(start), now);
     let values = (0..steps)
         .map(|i| {
             let a = start + interval * i32::try_from(i).unwrap_or(i32::MAX);
             let b = a + interval;
+            if b <= known_from {
+                return None;
+            }
             let in_alarm: i64 = episodes
                 .iter()
                 .map(|e| (e.end.min(b) - e.start.max(a)).num_seconds().max(0))
@@ -488,7 +501,7 @@ mod tests {
 
     fn run(changes: Vec<StateChange>, current: AlarmState) -> Classification {
         classify(
-            &AlarmHistory::from_unordered(changes),
+            &AlarmHistory::from_unordered(changes).complete_since(now() - Duration::hours(24)),
             current,
             INCIDENT,
             &ClassifierConfig::default(),
@@ -578,6 +591,22 @@ mod tests {
         assert_eq!(c.timeline.values.len(), 80);
         assert_eq!(c.timeline.values.last(), Some(&Some(1.0)));
         assert_eq!(c.timeline.values.first(), Some(&Some(0.0)));
+    }
+
+    #[test]
+    fn without_history_nothing_before_the_first_change_is_assumed() {
+        let only_the_notification =
+            AlarmHistory::from_unordered(vec![change(0, AlarmState::Alarm, AlarmState::Ok)]);
+        let c = classify(
+            &only_the_notification,
+            AlarmState::Ok,
+            INCIDENT,
+            &ClassifierConfig::default(),
+            now(),
+        );
+        assert_eq!(c.figures.alarm_share, 0.0);
+        assert_eq!(c.figures.mean_alarm_episode_seconds, None);
+        assert!(c.timeline.values.iter().all(Option::is_none));
     }
 
     #[test]

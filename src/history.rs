@@ -37,6 +37,11 @@ impl StateChange {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct AlarmHistory {
     changes: Vec<StateChange>,
+    /// From when on the history is complete. `None`: only the changes
+    /// themselves are known (for example just the notification's own), so the
+    /// state before the first of them is unknown.
+    #[serde(default)]
+    complete_since: Option<DateTime<Utc>>,
 }
 
 /// Two records of the same change may differ by a few milliseconds
@@ -59,7 +64,24 @@ impl AlarmHistory {
                 out.push(change);
             }
         }
-        AlarmHistory { changes: out }
+        AlarmHistory {
+            changes: out,
+            complete_since: None,
+        }
+    }
+
+    /// Marks the history as holding every change since `start` (what a full
+    /// read of DescribeAlarmHistory from `start` gives).
+    pub fn complete_since(mut self, start: DateTime<Utc>) -> Self {
+        self.complete_since = Some(start);
+        self
+    }
+
+    /// The earliest instant whose state is known: the start of a complete
+    /// history, else the first change, else nothing.
+    pub fn known_from(&self) -> Option<DateTime<Utc>> {
+        self.complete_since
+            .or_else(|| self.changes.first().map(|c| c.at))
     }
 
     /// Adds the transition a notification reports, unless the history already holds it.
@@ -71,7 +93,10 @@ impl AlarmHistory {
             from: notification.old_state_value,
             to: notification.new_state_value,
         });
-        Self::from_unordered(changes)
+        AlarmHistory {
+            complete_since: self.complete_since,
+            ..Self::from_unordered(changes)
+        }
     }
 
     /// Oldest first.

@@ -165,6 +165,11 @@ pub fn alarm_from_delivery(delivery: &Delivery) -> Result<AlarmNotification> {
             limit_bytes: MAX_MESSAGE_BYTES,
         });
     }
+    // Nearly every message is an alarm: try the typed parse first, and only
+    // look at the message as generic JSON to explain a failure.
+    if let Ok(alarm) = serde_json::from_str::<AlarmNotification>(&delivery.message) {
+        return Ok(alarm);
+    }
     let value: Value =
         serde_json::from_str(&delivery.message).map_err(|source| Error::InvalidJson {
             what: "the SNS message",
@@ -191,9 +196,11 @@ pub fn alarm_from_delivery(delivery: &Delivery) -> Result<AlarmNotification> {
             },
         });
     }
-    serde_json::from_value(value).map_err(|source| Error::MalformedAlarmNotification {
-        message_id: delivery.message_id.clone(),
-        source,
+    serde_json::from_value::<AlarmNotification>(value).map_err(|source| {
+        Error::MalformedAlarmNotification {
+            message_id: delivery.message_id.clone(),
+            source,
+        }
     })
 }
 

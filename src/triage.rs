@@ -65,6 +65,10 @@ pub fn assemble(
                 )
             }
         }
+        ReportKind::Resolution if evidence.history.is_none() => format!(
+            "resolved: {} is back to {} (alarm history not collected, so the episode's length is unknown)",
+            alarm.name, alarm.new_state
+        ),
         ReportKind::Resolution => {
             let lasted = classification
                 .figures
@@ -115,7 +119,11 @@ fn timing_of(alarm: &AlarmFacts) -> AlarmTiming {
             .period_seconds
             .unwrap_or(AlarmTiming::UNKNOWN.period_seconds),
         evaluation_periods,
-        datapoints_to_alarm: alarm.datapoints_to_alarm.unwrap_or(evaluation_periods),
+        // A composite alarm has no datapoints of its own: nothing breached before its transition.
+        datapoints_to_alarm: match alarm.period_seconds {
+            Some(_) => alarm.datapoints_to_alarm.unwrap_or(evaluation_periods),
+            None => 0,
+        },
     }
 }
 

@@ -67,6 +67,6 @@ impl AlarmHistorySource for CloudWatchSource {
                 });
             }
         }
-        Ok(AlarmHistory::from_unordered(changes))
+        Ok(AlarmHistory::from_unordered(changes).complete_since(start))
     }
 }

@@ -6,9 +6,15 @@ pub mod slack;
 pub mod sparkline;
 pub mod text;
 
+use std::borrow::Cow;
+
 /// Removes control characters (ANSI escapes, carriage returns, NULs) from text
-/// that came from an alarm, and folds newlines into spaces for one-line fields.
-pub fn one_line(text: &str) -> String {
+/// that came from an alarm, and folds newlines and tabs into spaces for one-line fields.
+/// Text without control characters (nearly all of it) is borrowed, not copied.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return Cow::Borrowed(text);
+    }
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -17,7 +23,7 @@ pub fn one_line(text: &str) -> String {
             c => out.push(c),
         }
     }
-    out
+    Cow::Owned(out)
 }
 
 /// Cuts `text` to at most `max` characters, ending with a note when it had to.

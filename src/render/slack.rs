@@ -19,15 +19,19 @@ pub const MAX_BUTTON_TEXT: usize = 75;
 
 /// Escapes text for Slack mrkdwn: the three characters Slack asks to escape.
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in one_line(text).chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
+    let text = one_line(text);
+    let mut out = String::with_capacity(text.len() + 16);
+    let mut rest: &str = &text;
+    while let Some(at) = rest.find(['&', '<', '>']) {
+        out.push_str(&rest[..at]);
+        out.push_str(match rest.as_bytes()[at] {
+            b'&' => "&amp;",
+            b'<' => "&lt;",
+            _ => "&gt;",
+        });
+        rest = &rest[at + 1..];
     }
+    out.push_str(rest);
     out
 }
 

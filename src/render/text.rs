@@ -66,18 +66,20 @@ pub fn render(d: &Diagnosis) -> String {
         "Behaviour",
         &format!("{}: {}", c.behaviour.as_str(), one_line(&c.explanation)),
     );
-    let span = c.timeline.values.len() as u64 * c.timeline.step_seconds;
-    field(
-        &mut out,
-        "ALARM 24 h",
-        &format!(
-            "{}  ({} per mark)",
-            series_sparkline(&c.timeline, WIDTH - 30),
+    let timeline = if c.timeline.values.iter().all(Option::is_none) {
+        "not known (alarm history not collected)".to_owned()
+    } else {
+        let line = series_sparkline(&c.timeline, WIDTH - 30);
+        let span = c.timeline.step_seconds * c.timeline.values.len() as u64;
+        let per_mark = span / line.chars().count().max(1) as u64;
+        format!(
+            "{line}  ({} per mark)",
             human_duration(chrono::Duration::seconds(
-                i64::try_from(span / c.timeline.values.len().max(1) as u64).unwrap_or(0)
+                i64::try_from(per_mark).unwrap_or(0)
             ))
-        ),
-    );
+        )
+    };
+    field(&mut out, "ALARM 24 h", &timeline);
     out.push('\n');
 
     if !d.findings.is_empty() {
@@ -97,7 +99,11 @@ pub fn render(d: &Diagnosis) -> String {
                     &format!("{}: {}", one_line(&e.name), one_line(&e.display_value())),
                 );
             }
-            for s in &f.series {
+            for s in f
+                .series
+                .iter()
+                .filter(|s| s.values.iter().any(Option::is_some))
+            {
                 push_wrapped(
                     &mut out,
                     "      - ",

@@ -49,31 +49,127 @@ pub async fn handle<H: AlarmHistorySource>(
                 json!({ "records": [{ "record": 0, "outcome": "rejected", "detail": format!("{}: {e}", e.kind()) }] }),
             );
         }
-        Err(e) => {
-            return Err(Diagnostic {
-                error_type: e.kind().to_owned(),
-                error_message: e.to_string(),
-            });
-        }
+        Err(e) => return Err(failure(&e)),
     };
     let mut records = Vec::with_capacity(outcomes.len());
     let mut reports = Vec::new();
     for (index, outcome) in outcomes.iter().enumerate() {
-        if let Outcome::Rejected(e) = outcome {
-            if !e.is_rejection() {
-                return Err(Diagnostic {
-                    error_type: e.kind().to_owned(),
-                    error_message: e.to_string(),
-                });
-            }
-        }
-        if let Outcome::Report(d) = outcome {
-            reports.push(serde_json::to_value(d.as_ref()).map_err(|e| Diagnostic {
-                error_type: "serialise".to_owned(),
-                error_message: e.to_string(),
-            })?);
+        match outcome {
+            Outcome::Rejected(e) if !e.is_rejection() => return Err(failure(e)),
+            Outcome::Report(d) => reports.push(
+                serde_json::to_value(d.as_ref())
+                    .map_err(|e| failure(&alarm_triage::Error::Serialise(e)))?,
+            ),
+            _ => {}
         }
         records.push(outcome.summary(index));
     }
     Ok(json!({ "records": records, "diagnoses": reports }))
+}
+
+/// An internal failure fails the invocation, so Lambda retries it and keeps it on failure.
+fn failure(e: &alarm_triage::Error) -> Diagnostic {
+    tracing::error!(error_kind = e.kind(), error = %e, "invocation failed");
+    Diagnostic {
+        error_type: e.kind().to_owned(),
+        error_message: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alarm_triage::alarm::AlarmState;
+    use alarm_triage::history::{AlarmHistory, StateChange};
+    use chrono::{DateTime, Duration as ChronoDuration, Utc};
+    use lambda_runtime::Context;
+
+    /// A history source that answers with a flapping history ending now.
+    struct Flapping;
+
+    impl AlarmHistorySource for Flapping {
+        async fn state_history(
+            &self,
+            _: &str,
+            start: DateTime<Utc>,
+            end: DateTime<Utc>,
+        ) -> alarm_triage::Result<AlarmHistory> {
+            let changes = (1..=18)
+                .map(|i| {
+                    let (from, to) = if i % 2 == 1 {
+                        (AlarmState::Ok, AlarmState::Alarm)
+                    } else {
+                        (AlarmState::Alarm, AlarmState::Ok)
+                    };
+                    StateChange {
+                        at: end - ChronoDuration::minutes(20 * (19 - i)),
+                        from,
+                        to,
+                    }
+                })
+                .collect();
+            Ok(AlarmHistory::from_unordered(changes).complete_since(start))
+        }
+    }
+
+    fn state() -> State<Flapping> {
+        let config = Config::from_lookup(|k| (k == "AWS_REGION").then(|| "eu-west-1".to_owned()))
+            .expect("config");
+        State::new(config, Flapping)
+    }
+
+    fn invocation(payload: Value) -> LambdaEvent<Value> {
+        let mut context = Context::default();
+        let deadline = SystemTime::now() + Duration::from_secs(30);
+        context.deadline = u64::try_from(
+            deadline
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .expect("after epoch")
+                .as_millis(),
+        )
+        .expect("fits");
+        LambdaEvent::new(payload, context)
+    }
+
+    fn event(name: &str) -> Value {
+        let path = format!("{}/../../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(path).expect("event file")).expect("json")
+    }
+
+    #[tokio::test]
+    async fn an_alarm_with_a_flapping_history_is_diagnosed_as_flapping() {
+        let out = handle(
+            &state(),
+            invocation(event("sns-alb-alarm-target-response-time")),
+        )
+        .await
+        .expect("handled");
+        assert_eq!(out["records"][0]["outcome"], "diagnosed");
+        assert_eq!(
+            out["diagnoses"][0]["classification"]["behaviour"],
+            "flapping"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_batch_diagnoses_the_good_record_and_rejects_the_bad_one_without_failing() {
+        let out = handle(&state(), invocation(event("sns-batch-alarm-and-foreign")))
+            .await
+            .expect("rejections do not fail the invocation");
+        assert_eq!(out["records"][0]["outcome"], "diagnosed");
+        assert_eq!(out["records"][1]["outcome"], "rejected");
+        assert!(
+            out["records"][1]["detail"]
+                .as_str()
+                .is_some_and(|d| d.contains("invalid_json"))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_subscription_confirmation_is_rejected_not_retried() {
+        let out = handle(&state(), invocation(event("sns-subscription-confirmation")))
+            .await
+            .expect("a rejection is a successful invocation");
+        assert_eq!(out["records"][0]["outcome"], "rejected");
+    }
 }
