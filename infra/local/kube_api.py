@@ -1,0 +1,359 @@
+"""A small, read-only Kubernetes API server for local worlds.
+
+No kube-apiserver can be installed here, so this serves a world's manifests
+with the real API paths and JSON shapes, enough for kube-rs clients:
+
+- core/v1 and group APIs: get and list (with labelSelector and fieldSelector)
+  for any kind present in the manifests (pods, services, endpoints, events,
+  nodes, ...), namespaced and cluster-wide;
+- apps/v1 deployments and replicasets, autoscaling/v2 and v1 HPAs (a v2 HPA
+  is also served as v1, as the API server converts between versions);
+- metrics.k8s.io/v1beta1 PodMetrics and elbv2.k8s.aws/v1beta1 TargetGroupBindings;
+- the service proxy (/api/v1/namespaces/NS/services/NAME:PORT/proxy/...)
+  forwarding to the world's Prometheus, as an API server would;
+- discovery documents (/api, /apis, /api/v1, /apis/GROUP/VERSION).
+
+Authentication is checked as an EKS cluster does: a bearer token in the
+`k8s-aws-v1.<base64url>` format, else 401. A world can make it answer 401 to
+everything (no access entry) or 403 on some resources (missing RBAC).
+Writes are refused with 405: the bot must never need them.
+
+    python kube_api.py --port PORT --manifests DIR [--prometheus URL --prometheus-service NS/NAME:PORT]
+        [--auth ok|unauthorized] [--forbid RESOURCE ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import re
+import signal
+import sys
+import threading
+import urllib.error
+import urllib.request
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import yaml
+
+# kind -> (plural resource name, namespaced)
+KINDS = {
+    "Pod": ("pods", True),
+    "Service": ("services", True),
+    "Endpoints": ("endpoints", True),
+    "EndpointSlice": ("endpointslices", True),
+    "Event": ("events", True),
+    "Node": ("nodes", False),
+    "Namespace": ("namespaces", False),
+    "Deployment": ("deployments", True),
+    "ReplicaSet": ("replicasets", True),
+    "HorizontalPodAutoscaler": ("horizontalpodautoscalers", True),
+    "PodMetrics": ("pods", True),
+    "NodeMetrics": ("nodes", False),
+    "TargetGroupBinding": ("targetgroupbindings", True),
+    "ConfigMap": ("configmaps", True),
+}
+
+
+def _group_version(api_version: str) -> tuple[str, str]:
+    if "/" in api_version:
+        group, version = api_version.split("/", 1)
+        return group, version
+    return "", api_version
+
+
+class Store:
+    """Manifests indexed by (group, resource) -> list of objects."""
+
+    def __init__(self, directory: Path):
+        self.objects: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self.versions: dict[str, set[str]] = {}
+        for path in sorted(directory.glob("*.y*ml")):
+            for index, document in enumerate(yaml.safe_load_all(path.read_text())):
+                if not document:
+                    continue
+                for item in document.get("items", [document]) if document.get("kind", "").endswith("List") else [document]:
+                    self._add(item, f"{path.name} document {index + 1}")
+
+    def _add(self, obj: dict[str, Any], where: str) -> None:
+        for field in ("apiVersion", "kind", "metadata"):
+            if field not in obj:
+                raise ValueError(f"{where}: missing {field}")
+        kind = obj["kind"]
+        if kind not in KINDS:
+            raise ValueError(f"{where}: kind {kind} is not served (known: {', '.join(sorted(KINDS))})")
+        group, version = _group_version(obj["apiVersion"])
+        resource, namespaced = KINDS[kind]
+        metadata = obj["metadata"]
+        metadata.setdefault("uid", f"uid-{abs(hash((group, resource, metadata.get('namespace'), metadata['name']))):x}")
+        metadata.setdefault("resourceVersion", "1")
+        if namespaced:
+            metadata.setdefault("namespace", "default")
+        self.objects.setdefault((group, resource), []).append(obj)
+        self.versions.setdefault(group, set()).add(version)
+        if group == "autoscaling":
+            self.versions[group].update({"v1", "v2"})
+
+    def find(self, group: str, resource: str, namespace: str | None) -> list[dict[str, Any]]:
+        found = self.objects.get((group, resource), [])
+        if namespace is None:
+            return found
+        return [o for o in found if o["metadata"].get("namespace") == namespace]
+
+
+# --- selectors ----------------------------------------------------------------
+
+_SET_RE = re.compile(r"^\s*([\w./-]+)\s+(in|notin)\s+\(([^)]*)\)\s*$")
+
+
+def _split_requirements(selector: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in selector:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+        if char == "," and depth == 0:
+            parts.append(current)
+            current = ""
+        else:
+            current += char
+    if current.strip():
+        parts.append(current)
+    return parts
+
+
+def label_matches(labels: dict[str, str], selector: str) -> bool:
+    for requirement in _split_requirements(selector):
+        requirement = requirement.strip()
+        match = _SET_RE.match(requirement)
+        if match:
+            key, op, values = match.group(1), match.group(2), {v.strip() for v in match.group(3).split(",")}
+            if (op == "in") != (labels.get(key) in values):
+                return False
+        elif "!=" in requirement:
+            key, value = (s.strip() for s in requirement.split("!=", 1))
+            if labels.get(key) == value:
+                return False
+        elif "=" in requirement:
+            key, value = (s.strip() for s in requirement.replace("==", "=").split("=", 1))
+            if labels.get(key) != value:
+                return False
+        elif requirement.startswith("!"):
+            if requirement[1:].strip() in labels:
+                return False
+        elif requirement not in labels:
+            return False
+    return True
+
+
+def field_matches(obj: dict[str, Any], selector: str) -> bool:
+    for requirement in selector.split(","):
+        negate = "!=" in requirement
+        path, value = requirement.replace("!=", "=").replace("==", "=").split("=", 1)
+        current: Any = obj
+        for part in path.strip().split("."):
+            current = current.get(part) if isinstance(current, dict) else None
+        if (str(current) == value.strip()) == negate:
+            return False
+    return True
+
+
+# --- version conversion ---------------------------------------------------------
+
+def hpa_as_v1(obj: dict[str, Any]) -> dict[str, Any]:
+    spec, status = obj.get("spec", {}), obj.get("status", {})
+    target = None
+    for metric in spec.get("metrics", []):
+        resource = metric.get("resource", {})
+        if metric.get("type") == "Resource" and resource.get("name") == "cpu":
+            target = resource.get("target", {}).get("averageUtilization")
+    current = None
+    for metric in status.get("currentMetrics", []) or []:
+        resource = metric.get("resource", {})
+        if resource.get("name") == "cpu":
+            current = resource.get("current", {}).get("averageUtilization")
+    v1_spec = {k: spec[k] for k in ("scaleTargetRef", "minReplicas", "maxReplicas") if k in spec}
+    if target is not None:
+        v1_spec["targetCPUUtilizationPercentage"] = target
+    v1_status = {k: status[k] for k in ("currentReplicas", "desiredReplicas", "lastScaleTime", "observedGeneration") if k in status}
+    if current is not None:
+        v1_status["currentCPUUtilizationPercentage"] = current
+    return {"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": obj["metadata"], "spec": v1_spec, "status": v1_status}
+
+
+def hpa_as_v2(obj: dict[str, Any]) -> dict[str, Any]:
+    spec, status = obj.get("spec", {}), obj.get("status", {})
+    v2_spec = {k: spec[k] for k in ("scaleTargetRef", "minReplicas", "maxReplicas") if k in spec}
+    if "targetCPUUtilizationPercentage" in spec:
+        v2_spec["metrics"] = [{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": spec["targetCPUUtilizationPercentage"]}}}]
+    v2_status = {k: status[k] for k in ("currentReplicas", "desiredReplicas", "lastScaleTime", "observedGeneration") if k in status}
+    if "currentCPUUtilizationPercentage" in status:
+        v2_status["currentMetrics"] = [{"type": "Resource", "resource": {"name": "cpu", "current": {"averageUtilization": status["currentCPUUtilizationPercentage"]}}}]
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler", "metadata": obj["metadata"], "spec": v2_spec, "status": v2_status}
+
+
+def in_version(obj: dict[str, Any], group: str, version: str) -> dict[str, Any]:
+    stored_group, stored_version = _group_version(obj["apiVersion"])
+    if group == "autoscaling" and stored_version != version:
+        return hpa_as_v1(obj) if version == "v1" else hpa_as_v2(obj)
+    return obj
+
+
+# --- the server -------------------------------------------------------------------
+
+def status(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
+
+
+TOKEN_RE = re.compile(r"^k8s-aws-v1\.[A-Za-z0-9_-]+$")
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "alarm-triage-kube-api/1"
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        sys.stderr.write("kube-api: " + (fmt % args) + "\n")
+
+    def _send(self, code: int, document: Any, content_type: str = "application/json") -> None:
+        body = document if isinstance(document, bytes) else json.dumps(document).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _authorised(self, resource_path: str) -> bool:
+        config = self.server.config  # type: ignore[attr-defined]
+        header = self.headers.get("Authorization", "")
+        token = header[len("Bearer "):] if header.startswith("Bearer ") else ""
+        if config.auth == "unauthorized" or not TOKEN_RE.match(token):
+            self._send(401, status(401, "Unauthorized", "Unauthorized"))
+            return False
+        try:
+            payload = token[len("k8s-aws-v1."):]
+            url = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
+        except Exception:
+            self._send(401, status(401, "Unauthorized", "Unauthorized: token is not base64url"))
+            return False
+        if "Action=GetCallerIdentity" not in url or "X-Amz-Signature=" not in url:
+            self._send(401, status(401, "Unauthorized", "Unauthorized: token is not a presigned sts:GetCallerIdentity URL"))
+            return False
+        for forbidden in config.forbid:
+            if forbidden in resource_path:
+                self._send(403, status(403, "Forbidden", f'{forbidden} is forbidden: User "arn:aws:sts::000000000000:assumed-role/alarm-triage/diagnose" cannot get resource "{forbidden}"'))
+                return False
+        return True
+
+    def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+        url = urlsplit(self.path)
+        if url.path in ("/healthz", "/readyz", "/livez"):
+            self._send(200, b"ok", "text/plain")
+            return
+        if not self._authorised(url.path):
+            return
+        query = {k: v[0] for k, v in parse_qs(url.query).items()}
+        parts = [p for p in url.path.split("/") if p]
+        config = self.server.config  # type: ignore[attr-defined]
+        store: Store = self.server.store  # type: ignore[attr-defined]
+
+        if parts == ["api"]:
+            self._send(200, {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": []})
+            return
+        if parts == ["apis"]:
+            groups = [
+                {"name": g, "versions": [{"groupVersion": f"{g}/{v}", "version": v} for v in sorted(vs)],
+                 "preferredVersion": {"groupVersion": f"{g}/{sorted(vs)[-1]}", "version": sorted(vs)[-1]}}
+                for g, vs in sorted(store.versions.items()) if g
+            ]
+            self._send(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+            return
+
+        if parts[:1] == ["api"]:
+            group, rest = "", parts[1:]
+        elif parts[:1] == ["apis"] and len(parts) >= 3:
+            group, rest = parts[1], parts[2:]
+        else:
+            self._send(404, status(404, "NotFound", "the server could not find the requested resource"))
+            return
+        version, rest = rest[0], rest[1:]
+        if not rest:
+            resources = [
+                {"name": r, "namespaced": KINDS.get(next((k for k, v in KINDS.items() if v[0] == r), ""), ("", True))[1], "kind": next((k for k, v in KINDS.items() if v[0] == r), r), "verbs": ["get", "list"]}
+                for (g, r) in store.objects if g == group
+            ]
+            self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version, "resources": resources})
+            return
+
+        namespace = None
+        if rest[0] == "namespaces" and len(rest) >= 3:
+            namespace, rest = rest[1], rest[2:]
+        resource, name, sub = rest[0], (rest[1] if len(rest) > 1 else None), rest[2:]
+
+        if group == "" and resource == "services" and sub[:1] == ["proxy"] and namespace and name:
+            self._proxy(namespace, name, "/" + "/".join(sub[1:]), url.query)
+            return
+
+        objects = [in_version(o, group, version) for o in store.find(group, resource, namespace)]
+        if name is not None:
+            for obj in objects:
+                if obj["metadata"]["name"] == name:
+                    self._send(200, obj)
+                    return
+            self._send(404, status(404, "NotFound", f'{resource} "{name}" not found'))
+            return
+        if "labelSelector" in query:
+            objects = [o for o in objects if label_matches(o["metadata"].get("labels", {}) or {}, query["labelSelector"])]
+        if "fieldSelector" in query:
+            objects = [o for o in objects if field_matches(o, query["fieldSelector"])]
+        kind = next((k for k, v in KINDS.items() if v[0] == resource and (group != "metrics.k8s.io") == (not k.endswith("Metrics"))), "List")
+        api_version = f"{group}/{version}" if group else version
+        self._send(200, {"kind": f"{kind}List", "apiVersion": api_version, "metadata": {"resourceVersion": "1"}, "items": objects})
+
+    def _proxy(self, namespace: str, service: str, path: str, query: str) -> None:
+        config = self.server.config  # type: ignore[attr-defined]
+        wanted = f"{namespace}/{service}"
+        if not config.prometheus or config.prometheus_service != wanted:
+            self._send(503, status(503, "ServiceUnavailable", f'no endpoints available for service "{service}"'))
+            return
+        target = config.prometheus.rstrip("/") + path + (f"?{query}" if query else "")
+        try:
+            with urllib.request.urlopen(target, timeout=10) as response:
+                self._send(response.status, response.read(), response.headers.get("Content-Type", "application/json"))
+        except urllib.error.HTTPError as error:
+            self._send(error.code, error.read(), error.headers.get("Content-Type", "application/json"))
+        except OSError as error:
+            self._send(503, status(503, "ServiceUnavailable", f"error trying to reach service: {error}"))
+
+    def _refuse(self) -> None:
+        self._send(405, status(405, "MethodNotAllowed", "this API server is read-only"))
+
+    do_POST = do_PUT = do_PATCH = do_DELETE = _refuse  # noqa: N815
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--manifests", type=Path, required=True)
+    parser.add_argument("--prometheus", default=None, help="URL the service proxy forwards to")
+    parser.add_argument("--prometheus-service", default=None, help="NS/NAME:PORT of the in-cluster Prometheus service")
+    parser.add_argument("--auth", choices=["ok", "unauthorized"], default="ok")
+    parser.add_argument("--forbid", nargs="*", default=[], help="path fragments answered with 403 (e.g. metrics.k8s.io)")
+    config = parser.parse_args()
+    if config.prometheus_service:
+        ns, rest = config.prometheus_service.split("/", 1)
+        config.prometheus_service = f"{ns}/{rest}"
+    server = ThreadingHTTPServer(("127.0.0.1", config.port), Handler)
+    server.config = config  # type: ignore[attr-defined]
+    server.store = Store(config.manifests)  # type: ignore[attr-defined]
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,37 @@
+"""Starts moto with alarm-triage's extensions on 127.0.0.1.
+
+    python -m moto_world.server --port PORT
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
+from werkzeug.serving import run_simple
+
+from . import cloudwatch_ext, elbv2_ext
+from .admin import AdminRoutes
+from .cbor_bridge import CborBridge
+
+
+def build_app():
+    cloudwatch_ext.install()
+    elbv2_ext.install()
+    return AdminRoutes(CborBridge(DomainDispatcherApplication(create_backend_app)))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    os.environ.setdefault("MOTO_PORT", str(args.port))
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    run_simple("127.0.0.1", args.port, build_app(), threaded=True, request_handler=MotoRequestHandler)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,546 @@
+"""The local AWS world: start, seed, deliver, stop.
+
+    stack.py up WORLD_DIR [--state DIR] [--lambda] [--json]   start everything, seed the world, print the environment
+    stack.py deliver [--state DIR]                            make the world's alarm change state; the real
+                                                              notification goes out through SNS; prints the captured event file
+    stack.py down [--state DIR]                               stop every process this stack started (by PID) and free its ports
+
+Everything listens on 127.0.0.1 on free ports. The state directory (default
+.world/) holds the logs, the PIDs, the generated data and `env`, a file of
+`export` lines for the AWS SDK, Prometheus and Kubernetes endpoints.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+
+import world as worlds  # noqa: E402
+
+PYTHON = sys.executable
+CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_SESSION_TOKEN": "testing",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
+ALARM_TOPIC = "alarm-triage-alarms"
+DIAGNOSIS_TOPIC = "alarm-triage-diagnoses"
+CAPTURE_QUEUE = "alarm-triage-captured-alarms"
+DIAGNOSIS_QUEUE = "alarm-triage-diagnoses"
+
+
+class StackError(Exception):
+    pass
+
+
+# --- processes -------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def log_tail(path: Path, lines: int = 20) -> str:
+    if not path.exists():
+        return "(no log)"
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+class Processes:
+    """Processes started by this stack, recorded in STATE/pids as they start."""
+
+    def __init__(self, state: Path):
+        self.state = state
+        self.file = state / "pids"
+
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen:
+        log = open(self.state / f"{name}.log", "w")
+        process = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})}, cwd=str(cwd or ROOT), start_new_session=True,
+        )
+        with open(self.file, "a") as pids:
+            pids.write(f"{process.pid} {name}\n")
+        return process
+
+    def stop_all(self) -> list[str]:
+        stopped = []
+        if not self.file.exists():
+            return stopped
+        entries = [line.split(maxsplit=1) for line in self.file.read_text().splitlines() if line.strip()]
+        for pid, name in reversed(entries):
+            try:
+                os.killpg(int(pid), signal.SIGTERM)
+                stopped.append(name)
+            except ProcessLookupError:
+                continue
+            except PermissionError:
+                os.kill(int(pid), signal.SIGTERM)
+        deadline = time.time() + 5
+        for pid, _ in entries:
+            while time.time() < deadline and _alive(int(pid)):
+                time.sleep(0.05)
+            if _alive(int(pid)):
+                try:
+                    os.killpg(int(pid), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self.file.unlink()
+        return stopped
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        waited, _ = os.waitpid(pid, os.WNOHANG)
+        return waited == 0
+    except ChildProcessError:
+        # Not our child (started by an earlier `up`): check /proc for a zombie.
+        stat = Path(f"/proc/{pid}/stat")
+        return stat.exists() and ") Z " not in stat.read_text()
+
+
+def wait_http(name: str, url: str, process: subprocess.Popen, log: Path, timeout: float = 15.0) -> None:
+    deadline = time.time() + timeout
+    last_error: Exception | None = None
+    while time.time() < deadline:
+        if process.poll() is not None:
+            raise StackError(f"{name} exited with code {process.returncode} while starting; last lines of {log}:\n{log_tail(log)}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as response:
+                if response.status < 500:
+                    return
+        except (urllib.error.URLError, OSError) as error:
+            last_error = error
+        time.sleep(0.1)
+    raise StackError(f"{name} did not answer {url} within {timeout:.0f} s ({last_error}); last lines of {log}:\n{log_tail(log)}")
+
+
+# --- seeding ----------------------------------------------------------------------------
+
+def clients(endpoint: str, region: str) -> dict[str, Any]:
+    import boto3
+
+    session = boto3.session.Session(
+        aws_access_key_id="testing", aws_secret_access_key="testing", aws_session_token="testing", region_name=region
+    )
+    return {name: session.client(name, endpoint_url=endpoint) for name in ("ec2", "elbv2", "eks", "sns", "sqs", "cloudwatch", "iam")}
+
+
+def admin(endpoint: str, route: str, body: dict[str, Any]) -> dict[str, Any]:
+    request = urllib.request.Request(
+        f"{endpoint}/_alarm_triage/{route}", data=json.dumps(body, default=str).encode(),
+        headers={"Content-Type": "application/json"}, method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        raise StackError(f"admin endpoint {route} refused the world: {error.read().decode(errors='replace')}")
+
+
+def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
+    """Loads the world into moto through the public APIs (and the two admin
+    endpoints for what no public API can set)."""
+    spec, region, account = world.spec, world.spec["region"], str(world.spec["account"])
+    c = clients(endpoint, region)
+    facts: dict[str, Any] = {"region": region, "account": account}
+
+    vpc = c["ec2"].create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    subnets = [
+        c["ec2"].create_subnet(VpcId=vpc, CidrBlock=f"10.20.{i}.0/24", AvailabilityZone=f"{region}{az}")["Subnet"]["SubnetId"]
+        for i, az in enumerate("ab")
+    ]
+    security_group = c["ec2"].create_security_group(GroupName="k8s-alb", Description="alb", VpcId=vpc)["GroupId"]
+
+    lb_spec = spec["load_balancer"]
+    lb = c["elbv2"].create_load_balancer(
+        Name=lb_spec["name"], Subnets=subnets, SecurityGroups=[security_group],
+        Scheme=lb_spec.get("scheme", "internet-facing"), Type="application",
+        Tags=[{"Key": k, "Value": str(v)} for k, v in (lb_spec.get("tags") or {}).items()] or [{"Key": "world", "Value": world.name}],
+    )["LoadBalancers"][0]
+    lb_arn = lb["LoadBalancerArn"]
+    facts["load_balancer_arn"] = lb_arn
+    facts["load_balancer_dimension"] = worlds.lb_dimension(lb_arn)
+
+    minutes = int(worlds.parse_duration(spec.get("metrics_span", "6h"), world.file, "metrics_span").total_seconds() // 60)
+    lb_minutes: dict[Any, dict[str, Any]] = {}
+    datums: list[dict[str, Any]] = []
+    groups = []
+    for i, tg in enumerate(lb_spec["target_groups"]):
+        target_type = tg.get("target_type", "instance")
+        created = c["elbv2"].create_target_group(
+            Name=tg["name"], Protocol=tg.get("protocol", "HTTP"), Port=int(tg.get("port", 80)),
+            VpcId=vpc, TargetType=target_type, HealthCheckPath=tg.get("health_check_path", "/healthz"),
+        )["TargetGroups"][0]
+        arn = created["TargetGroupArn"]
+        if tg.get("tags"):
+            c["elbv2"].add_tags(ResourceArns=[arn], Tags=[{"Key": k, "Value": str(v)} for k, v in tg["tags"].items()])
+        c["elbv2"].modify_target_group_attributes(
+            TargetGroupArn=arn,
+            Attributes=[{"Key": "load_balancing.algorithm.type", "Value": tg.get("algorithm", "round_robin")}],
+        )
+        targets = []
+        health = []
+        for target in tg.get("targets", []):
+            if target_type == "instance":
+                instance = c["ec2"].run_instances(ImageId="ami-12c6146b", MinCount=1, MaxCount=1, SubnetId=subnets[0])["Instances"][0]["InstanceId"]
+                target_id = instance
+            else:
+                target_id = target["ip"]
+            targets.append({"Id": target_id, "Port": int(target.get("port", tg.get("port", 80)))})
+            if target.get("health", "healthy") != "healthy":
+                health.append({"id": target_id, "state": target["health"], "reason": target.get("reason"), "description": target.get("description")})
+        if targets:
+            c["elbv2"].register_targets(TargetGroupArn=arn, Targets=targets)
+        if health:
+            admin(endpoint, "target-health", {"target_group_arn": arn, "targets": health})
+        groups.append({"name": tg["name"], "arn": arn, "dimension": worlds.tg_dimension(arn), "targets": [t["Id"] for t in targets]})
+
+        dims = [{"Name": "LoadBalancer", "Value": facts["load_balancer_dimension"]}, {"Name": "TargetGroup", "Value": worlds.tg_dimension(arn)}]
+        unhealthy = len(health)
+        for minute in worlds.target_group_minutes(world, tg, minutes):
+            t = minute["timestamp"]
+            if minute["requests"] > 0:
+                datums.append({"MetricName": "TargetResponseTime", "Dimensions": dims, "Timestamp": t, "Values": minute["values"], "Counts": minute["counts"], "Unit": "Seconds"})
+            datums.append({"MetricName": "RequestCount", "Dimensions": dims, "Timestamp": t, "Value": minute["requests"], "Unit": "Count"})
+            datums.append({"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": dims, "Timestamp": t, "Value": minute["errors"], "Unit": "Count"})
+            datums.append({"MetricName": "UnHealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": unhealthy, "Unit": "Count"})
+            datums.append({"MetricName": "HealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": len(targets) - unhealthy, "Unit": "Count"})
+            total = lb_minutes.setdefault(t, {"requests": 0, "values": [], "counts": [], "errors": 0})
+            total["requests"] += minute["requests"]
+            total["values"] += minute["values"]
+            total["counts"] += minute["counts"]
+            total["errors"] += minute["errors"]
+    # Listener forwarding to the first group, rules for the others, as an Ingress would.
+    listener = c["elbv2"].create_listener(
+        LoadBalancerArn=lb_arn, Protocol="HTTP", Port=80,
+        DefaultActions=[{"Type": "forward", "TargetGroupArn": groups[0]["arn"]}],
+    )["Listeners"][0]["ListenerArn"]
+    for priority, group in enumerate(groups[1:], start=1):
+        c["elbv2"].create_rule(
+            ListenerArn=listener, Priority=priority,
+            Conditions=[{"Field": "path-pattern", "Values": [f"/{group['name']}/*"]}],
+            Actions=[{"Type": "forward", "TargetGroupArn": group["arn"]}],
+        )
+    lb_dims = [{"Name": "LoadBalancer", "Value": facts["load_balancer_dimension"]}]
+    for t, total in sorted(lb_minutes.items()):
+        if total["requests"] > 0:
+            datums.append({"MetricName": "TargetResponseTime", "Dimensions": lb_dims, "Timestamp": t, "Values": total["values"], "Counts": total["counts"], "Unit": "Seconds"})
+        datums.append({"MetricName": "RequestCount", "Dimensions": lb_dims, "Timestamp": t, "Value": total["requests"], "Unit": "Count"})
+        datums.append({"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": lb_dims, "Timestamp": t, "Value": total["errors"], "Unit": "Count"})
+    for start in range(0, len(datums), 500):
+        c["cloudwatch"].put_metric_data(Namespace="AWS/ApplicationELB", MetricData=datums[start:start + 500])
+    facts["target_groups"] = groups
+    facts["metric_datums"] = len(datums)
+
+    # Topics and queues: alarms go to the alarm topic; a capture queue keeps
+    # the raw notifications for replay; diagnoses go to the diagnosis topic and its queue.
+    alarm_topic = c["sns"].create_topic(Name=ALARM_TOPIC)["TopicArn"]
+    diagnosis_topic = c["sns"].create_topic(Name=DIAGNOSIS_TOPIC)["TopicArn"]
+    capture_queue = c["sqs"].create_queue(QueueName=CAPTURE_QUEUE)["QueueUrl"]
+    diagnosis_queue = c["sqs"].create_queue(QueueName=DIAGNOSIS_QUEUE)["QueueUrl"]
+    for topic, queue in ((alarm_topic, capture_queue), (diagnosis_topic, diagnosis_queue)):
+        queue_arn = c["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        c["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    facts.update(alarm_topic_arn=alarm_topic, diagnosis_topic_arn=diagnosis_topic, capture_queue_url=capture_queue, diagnosis_queue_url=diagnosis_queue)
+
+    alarm = spec["alarm"]
+    c["cloudwatch"].put_metric_alarm(
+        AlarmName=alarm["name"], AlarmDescription=alarm.get("description", ""),
+        Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], Statistic=alarm["statistic"],
+        Dimensions=lb_dims, Period=int(alarm["period"]), EvaluationPeriods=int(alarm["evaluation_periods"]),
+        DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
+        Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],
+        TreatMissingData=alarm.get("treat_missing_data", "missing"),
+        AlarmActions=[alarm_topic], OKActions=[alarm_topic],
+    )
+    history = worlds.history(world)
+    if history:
+        admin(endpoint, "alarm-history", {"account": account, "region": region, "alarm_name": alarm["name"], "items": history})
+    facts["alarm_name"] = alarm["name"]
+    facts["alarm_history_items"] = len(history)
+
+    cluster_spec = spec["cluster"]
+    role = c["iam"].create_role(RoleName="eks-cluster", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}))["Role"]["Arn"]
+    private = cluster_spec.get("endpoint", "public") == "private"
+    c["eks"].create_cluster(
+        name=cluster_spec["name"], roleArn=role, version=str(cluster_spec.get("version", "1.31")),
+        resourcesVpcConfig={"subnetIds": subnets, "endpointPublicAccess": not private, "endpointPrivateAccess": True},
+    )
+    facts["cluster_name"] = cluster_spec["name"]
+    facts["cluster_endpoint_access"] = "private" if private else "public"
+    return facts
+
+
+# --- commands ---------------------------------------------------------------------------
+
+def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool) -> int:
+    started = time.time()
+    if (state / "pids").exists():
+        processes = Processes(state)
+        entries = [line.split()[0] for line in (state / "pids").read_text().splitlines() if line.strip()]
+        if any(_alive(int(pid)) for pid in entries):
+            raise StackError(f"a stack is already running from {state}; run `stack.py down --state {state}` first")
+        processes.stop_all()
+    world = worlds.load(world_dir)
+    if state.exists():
+        shutil.rmtree(state)
+    state.mkdir(parents=True)
+    processes = Processes(state)
+    try:
+        env = dict(CREDENTIALS, AWS_REGION=world.spec["region"], AWS_DEFAULT_REGION=world.spec["region"])
+
+        moto_port = free_port()
+        moto = processes.start(
+            "moto", [PYTHON, "-m", "moto_world.server", "--port", str(moto_port)],
+            env={**CREDENTIALS, "MOTO_ACCOUNT_ID": str(world.spec["account"])}, cwd=HERE,
+        )
+        endpoint = f"http://127.0.0.1:{moto_port}"
+        wait_http("moto", f"{endpoint}/_alarm_triage/health", moto, state / "moto.log")
+        env["AWS_ENDPOINT_URL"] = endpoint
+
+        prometheus_url = start_prometheus(world, state, processes)
+        if prometheus_url:
+            env["PROMETHEUS_URL"] = prometheus_url
+
+        facts = seed(world, endpoint)
+
+        kube_url = start_kubernetes(world, state, processes, prometheus_url, {g["name"]: g["arn"] for g in facts["target_groups"]})
+        env["KUBE_API_URL"] = kube_url
+        env["KUBECONFIG"] = str(write_kubeconfig(state, kube_url, world.spec["cluster"]["name"]))
+        env["EKS_CLUSTER_NAME"] = facts["cluster_name"]
+        env["ALARM_TOPIC_ARN"] = facts["alarm_topic_arn"]
+        env["DIAGNOSIS_TOPIC_ARN"] = facts["diagnosis_topic_arn"]
+        env["DIAGNOSIS_QUEUE_URL"] = facts["diagnosis_queue_url"]
+        env["CAPTURE_QUEUE_URL"] = facts["capture_queue_url"]
+        if world.spec.get("prometheus", {}).get("service"):
+            env["PROMETHEUS_SERVICE"] = world.spec["prometheus"]["service"]
+
+        if with_lambda:
+            env.update(start_lambda(state, processes, env, facts))
+
+        facts["world"] = world.name
+        facts["now"] = world.now.isoformat()
+        facts["startup_seconds"] = round(time.time() - started, 2)
+        (state / "facts.json").write_text(json.dumps(facts, indent=2, default=str))
+        (state / "env").write_text("".join(f"export {k}={_shell(v)}\n" for k, v in sorted(env.items())))
+        (state / "world").write_text(str(world_dir.resolve()))
+    except BaseException:
+        processes.stop_all()
+        raise
+    if as_json:
+        print(json.dumps({"env": env, "facts": facts, "state": str(state)}, default=str))
+    else:
+        print((state / "env").read_text(), end="")
+        print(f"# world {world.name} is up in {facts['startup_seconds']} s; `source {state}/env` to use it", file=sys.stderr)
+    return 0
+
+
+def _shell(value: str) -> str:
+    return "'" + str(value).replace("'", "'\\''") + "'"
+
+
+def start_prometheus(world: worlds.World, state: Path, processes: Processes) -> str | None:
+    text = worlds.openmetrics(world)
+    if not text:
+        return None
+    for tool in ("prometheus", "promtool"):
+        if not shutil.which(tool):
+            raise StackError(f"{tool} is not installed; run scripts/setup.sh (Debian package prometheus)")
+    data = state / "prometheus-data"
+    data.mkdir()
+    source = state / "series.om"
+    source.write_text(text)
+    backfill = subprocess.run(
+        ["promtool", "tsdb", "create-blocks-from", "openmetrics", str(source), str(data)],
+        capture_output=True, text=True,
+    )
+    if backfill.returncode != 0:
+        raise StackError(f"promtool could not backfill the world's series: {backfill.stderr[-2000:]}")
+    config = state / "prometheus.yml"
+    config.write_text("global:\n  scrape_interval: 1m\nscrape_configs: []\n")
+    port = free_port()
+    process = processes.start(
+        "prometheus",
+        ["prometheus", f"--config.file={config}", f"--storage.tsdb.path={data}", f"--web.listen-address=127.0.0.1:{port}",
+         "--storage.tsdb.retention.time=30d", "--web.enable-lifecycle"],
+    )
+    url = f"http://127.0.0.1:{port}"
+    wait_http("prometheus", f"{url}/-/ready", process, state / "prometheus.log", timeout=20)
+    return url
+
+
+def start_kubernetes(world: worlds.World, state: Path, processes: Processes, prometheus_url: str | None,
+                     target_group_arns: dict[str, str]) -> str:
+    manifests = state / "kubernetes"
+    worlds.render_manifests(world, manifests, target_group_arns)
+    spec = world.spec.get("kubernetes") or {}
+    port = free_port()
+    if world.spec["cluster"].get("endpoint") == "private":
+        # A private endpoint from outside the VPC: connections are accepted by
+        # nothing and answered by nobody, so clients time out as they would.
+        process = processes.start("kube-api", [PYTHON, str(HERE / "blackhole.py"), "--port", str(port)])
+        time.sleep(0.2)
+        if process.poll() is not None:
+            raise StackError(f"blackhole exited; last lines:\n{log_tail(state / 'kube-api.log')}")
+        return f"http://127.0.0.1:{port}"
+    argv = [PYTHON, str(HERE / "kube_api.py"), "--port", str(port), "--manifests", str(manifests), "--auth", spec.get("auth", "ok")]
+    if spec.get("forbid"):
+        argv += ["--forbid", *spec["forbid"]]
+    prometheus = world.spec.get("prometheus") or {}
+    if prometheus_url and prometheus.get("service"):
+        argv += ["--prometheus", prometheus_url, "--prometheus-service", prometheus["service"]]
+    process = processes.start("kube-api", argv)
+    url = f"http://127.0.0.1:{port}"
+    wait_http("kube-api", f"{url}/healthz", process, state / "kube-api.log")
+    return url
+
+
+def write_kubeconfig(state: Path, url: str, cluster: str) -> Path:
+    """A kubeconfig for people (kubectl) and local runs; the token has the EKS
+    format but no real signature behind it."""
+    presigned = f"https://sts.amazonaws.com/?Action=GetCallerIdentity&Version=2011-06-15&X-Amz-Signature=local-{cluster}"
+    token = "k8s-aws-v1." + base64.urlsafe_b64encode(presigned.encode()).decode().rstrip("=")
+    path = state / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": cluster,
+        "clusters": [{"name": cluster, "cluster": {"server": url}}],
+        "users": [{"name": "alarm-triage", "user": {"token": token}}],
+        "contexts": [{"name": cluster, "context": {"cluster": cluster, "user": "alarm-triage"}}],
+    }, indent=2))
+    return path
+
+
+def start_lambda(state: Path, processes: Processes, env: dict[str, str], facts: dict[str, Any]) -> dict[str, str]:
+    """cargo-lambda's runtime emulator, the diagnose binary polling it, and the
+    SNS HTTP subscription that forwards alarm notifications to it as Lambda SNS events."""
+    cargo_lambda = shutil.which("cargo-lambda", path=str(Path(PYTHON).parent) + os.pathsep + os.environ.get("PATH", ""))
+    if not cargo_lambda:
+        raise StackError("cargo-lambda is not installed in the virtualenv; run scripts/setup.sh")
+    binary = Path(os.environ.get("DIAGNOSE_BINARY", ROOT / "target" / "debug" / "diagnose"))
+    if not binary.exists():
+        raise StackError(f"{binary} does not exist; build it first (cargo build -p diagnose)")
+    runtime_port = free_port()
+    emulator = processes.start(
+        "lambda-emulator",
+        [cargo_lambda, "lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1", "-P", str(runtime_port)],
+    )
+    invoke = f"http://127.0.0.1:{runtime_port}"
+    deadline = time.time() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", runtime_port), timeout=0.5).close()
+            break
+        except OSError:
+            if emulator.poll() is not None or time.time() > deadline:
+                raise StackError(f"the Lambda runtime emulator did not start; last lines:\n{log_tail(state / 'lambda-emulator.log')}")
+            time.sleep(0.2)
+    function_env = {
+        **env,
+        "AWS_LAMBDA_FUNCTION_NAME": "_",
+        "AWS_LAMBDA_FUNCTION_VERSION": "1",
+        "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
+        "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{runtime_port}/.rt",
+        "RUST_LOG": env.get("RUST_LOG", "info"),
+    }
+    processes.start("diagnose", [str(binary)], env=function_env)
+    bridge_port = free_port()
+    bridge = processes.start(
+        "sns-bridge",
+        [PYTHON, str(HERE / "sns_bridge.py"), "--port", str(bridge_port), "--invoke", f"{invoke}/2015-03-31/functions/_/invocations", "--log", str(state / "invocations.jsonl")],
+    )
+    wait_http("sns-bridge", f"http://127.0.0.1:{bridge_port}/healthz", bridge, state / "sns-bridge.log")
+    c = clients(env["AWS_ENDPOINT_URL"], facts["region"])
+    c["sns"].subscribe(TopicArn=facts["alarm_topic_arn"], Protocol="http", Endpoint=f"http://127.0.0.1:{bridge_port}/sns")
+    return {"LAMBDA_INVOKE_URL": invoke}
+
+
+def deliver(state: Path) -> int:
+    env = _read_env(state)
+    facts = json.loads((state / "facts.json").read_text())
+    world = worlds.load(Path((state / "world").read_text()))
+    transition = world.spec["alarm"]["deliver"]
+    c = clients(env["AWS_ENDPOINT_URL"], facts["region"])
+    reason = transition.get("reason") or "Threshold Crossed: the world's alarm was delivered by stack.py deliver"
+    c["cloudwatch"].set_alarm_state(AlarmName=facts["alarm_name"], StateValue=transition["to"], StateReason=reason)
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        messages = c["sqs"].receive_message(QueueUrl=facts["capture_queue_url"], MaxNumberOfMessages=1, WaitTimeSeconds=1).get("Messages", [])
+        if messages:
+            envelope = json.loads(messages[0]["Body"])
+            c["sqs"].delete_message(QueueUrl=facts["capture_queue_url"], ReceiptHandle=messages[0]["ReceiptHandle"])
+            from sns_bridge import lambda_event
+
+            event = lambda_event(envelope, f"{facts['alarm_topic_arn']}:capture")
+            path = state / "event.json"
+            path.write_text(json.dumps(event, indent=2) + "\n")
+            print(path)
+            return 0
+    raise StackError("no notification reached the capture queue within 10 s; see moto.log")
+
+
+def _read_env(state: Path) -> dict[str, str]:
+    env_file = state / "env"
+    if not env_file.exists():
+        raise StackError(f"no stack is up in {state} (no env file); run `stack.py up WORLD_DIR` first")
+    env = {}
+    for line in env_file.read_text().splitlines():
+        key, value = line[len("export "):].split("=", 1)
+        env[key] = value.strip("'").replace("'\\''", "'")
+    return env
+
+
+def down(state: Path) -> int:
+    stopped = Processes(state).stop_all()
+    print(f"stopped: {', '.join(stopped) if stopped else 'nothing was running'}", file=sys.stderr)
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_up = sub.add_parser("up")
+    p_up.add_argument("world", type=Path)
+    p_up.add_argument("--state", type=Path, default=ROOT / ".world")
+    p_up.add_argument("--lambda", dest="with_lambda", action="store_true", help="also run the diagnose Lambda under cargo-lambda's emulator")
+    p_up.add_argument("--json", action="store_true")
+    for name in ("deliver", "down"):
+        p = sub.add_parser(name)
+        p.add_argument("--state", type=Path, default=ROOT / ".world")
+    args = parser.parse_args()
+    try:
+        if args.command == "up":
+            return up(args.world, args.state, args.with_lambda, args.json)
+        if args.command == "deliver":
+            return deliver(args.state)
+        return down(args.state)
+    except (StackError, worlds.WorldError) as error:
+        print(f"stack.py: {error}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
