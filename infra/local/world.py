@@ -317,7 +317,7 @@ def openmetrics(world: World) -> str:
             cpu = _require(group, "cpu_cores", f, where, "a level such as {base: 0.1, burst: 0.9}")
             per_pod = (group.get("per_pod") or {}).get(name, {})
             cpu = {**cpu, **per_pod.get("cpu_cores", {})} if isinstance(cpu, dict) else cpu
-            throttled = group.get("throttled_share", 0)
+            throttled = per_pod.get("throttled_share", group.get("throttled_share", 0))
             memory = group.get("memory_mib", {"base": 256})
             used = periods = throttled_periods = 0.0
             labels = f'namespace="{namespace}",pod="{name}",container="{container}"'

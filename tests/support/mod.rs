@@ -1,0 +1,170 @@
+//! Test support: a local world (moto, Prometheus, the Kubernetes API) started
+//! by the project's own stack script for one test and stopped when the guard
+//! drops, also when the test fails.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+/// The repository root: the nearest ancestor of this crate holding infra/local/stack.py.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|p| p.join("infra/local/stack.py").exists())
+        .map(Path::to_path_buf)
+        .expect("the repository root holds infra/local/stack.py")
+}
+
+fn python() -> PathBuf {
+    let python = repo_root().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/setup.sh first (scripts/test.sh does)",
+        python.display()
+    );
+    python
+}
+
+/// A running world. Dropping it stops every process it started.
+#[derive(Debug)]
+pub struct LocalWorld {
+    pub name: String,
+    pub state: PathBuf,
+    pub env: HashMap<String, String>,
+    pub facts: Value,
+}
+
+/// Options for starting a world.
+#[derive(Debug, Default, Clone)]
+pub struct Options {
+    /// Also run the diagnose Lambda (this binary) under cargo-lambda's runtime emulator.
+    pub lambda_binary: Option<PathBuf>,
+    /// Extra environment for the stack (and the Lambda).
+    pub env: Vec<(String, String)>,
+}
+
+impl LocalWorld {
+    pub fn up(name: &str) -> Self {
+        Self::up_with(name, Options::default())
+    }
+
+    pub fn up_with(name: &str, options: Options) -> Self {
+        let root = repo_root();
+        let state =
+            root.join("target/worlds")
+                .join(format!("{name}-{}-{}", std::process::id(), unique()));
+        let mut command = Command::new(python());
+        command
+            .arg(root.join("infra/local/stack.py"))
+            .arg("up")
+            .arg(root.join("tests/worlds").join(name))
+            .arg("--state")
+            .arg(&state)
+            .arg("--json")
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+        if let Some(binary) = &options.lambda_binary {
+            command.arg("--lambda").env("DIAGNOSE_BINARY", binary);
+        }
+        for (k, v) in &options.env {
+            command.env(k, v);
+        }
+        let output = command.output().expect("stack.py runs");
+        assert!(
+            output.status.success(),
+            "stack.py up {name} failed:\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let started: Value =
+            serde_json::from_slice(&output.stdout).expect("stack.py --json prints JSON");
+        let env = started["env"]
+            .as_object()
+            .expect("env")
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+            .collect();
+        LocalWorld {
+            name: name.to_owned(),
+            state,
+            env,
+            facts: started["facts"].clone(),
+        }
+    }
+
+    pub fn var(&self, key: &str) -> &str {
+        self.env
+            .get(key)
+            .map(String::as_str)
+            .unwrap_or_else(|| panic!("{key} is not in the world's environment"))
+    }
+
+    pub fn endpoint(&self) -> &str {
+        self.var("AWS_ENDPOINT_URL")
+    }
+
+    pub fn region(&self) -> &str {
+        self.var("AWS_REGION")
+    }
+
+    /// An SDK configuration that talks to this world only.
+    pub async fn sdk_config(&self) -> aws_config::SdkConfig {
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .endpoint_url(self.endpoint())
+            .region(aws_config::Region::new(self.region().to_owned()))
+            .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
+                "testing",
+                "testing",
+                None,
+                None,
+                "local-world",
+            ))
+            .load()
+            .await
+    }
+
+    /// Makes the world's alarm change state; returns the captured SNS event file.
+    pub fn deliver(&self) -> PathBuf {
+        let output = Command::new(python())
+            .arg(repo_root().join("infra/local/stack.py"))
+            .arg("deliver")
+            .arg("--state")
+            .arg(&self.state)
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .output()
+            .expect("stack.py runs");
+        assert!(
+            output.status.success(),
+            "deliver failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
+    }
+
+    /// The last lines of one of the stack's logs, for failure messages.
+    pub fn log(&self, name: &str) -> String {
+        let text =
+            std::fs::read_to_string(self.state.join(format!("{name}.log"))).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+}
+
+impl Drop for LocalWorld {
+    fn drop(&mut self) {
+        let _ = Command::new(python())
+            .arg(repo_root().join("infra/local/stack.py"))
+            .arg("down")
+            .arg("--state")
+            .arg(&self.state)
+            .output();
+    }
+}
+
+fn unique() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
