@@ -463,7 +463,7 @@ def start_lambda(state: Path, processes: Processes, env: dict[str, str], facts: 
         "AWS_LAMBDA_FUNCTION_NAME": "_",
         "AWS_LAMBDA_FUNCTION_VERSION": "1",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
-        "AWS_LAMBDA_RUNTIME_API": f"127.0.0.1:{runtime_port}/.rt",
+        "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{runtime_port}/.rt",
         "RUST_LOG": env.get("RUST_LOG", "info"),
     }
     processes.start("diagnose", [str(binary)], env=function_env)

@@ -34,12 +34,15 @@ pub async fn handle<H: AlarmHistorySource>(
     state: &State<H>,
     event: LambdaEvent<Value>,
 ) -> Result<Value, Diagnostic> {
-    let remaining = event
-        .context
-        .deadline()
-        .duration_since(SystemTime::now())
-        .unwrap_or(Duration::ZERO);
+    let remaining = remaining_time(event.context.deadline, SystemTime::now());
     let budget = state.config.budget_for(remaining);
+    tracing::info!(
+        request_id = %event.context.request_id,
+        deadline_ms = event.context.deadline,
+        remaining_ms = u64::try_from(remaining.as_millis()).unwrap_or(u64::MAX),
+        budget_ms = u64::try_from(budget.overall.as_millis()).unwrap_or(u64::MAX),
+        "invocation started"
+    );
     let now = Now::At(chrono::Utc::now());
     let outcomes = match state.triage.handle_value(event.payload, now, budget).await {
         Ok(outcomes) => outcomes,
@@ -65,6 +68,21 @@ pub async fn handle<H: AlarmHistorySource>(
         records.push(outcome.summary(index));
     }
     Ok(json!({ "records": records, "diagnoses": reports }))
+}
+
+/// Time left before the invocation's deadline.
+///
+/// Lambda sends the deadline as epoch milliseconds. cargo-lambda's runtime
+/// emulator sends the function timeout itself (e.g. 600000); a value that
+/// cannot be an epoch time (before 2001) is read as the time left.
+fn remaining_time(deadline_ms: u64, now: SystemTime) -> Duration {
+    const EPOCH_MS_2001: u64 = 1_000_000_000_000;
+    if deadline_ms < EPOCH_MS_2001 {
+        return Duration::from_millis(deadline_ms);
+    }
+    (SystemTime::UNIX_EPOCH + Duration::from_millis(deadline_ms))
+        .duration_since(now)
+        .unwrap_or(Duration::ZERO)
 }
 
 /// An internal failure fails the invocation, so Lambda retries it and keeps it on failure.
@@ -134,6 +152,17 @@ mod tests {
     fn event(name: &str) -> Value {
         let path = format!("{}/../../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
         serde_json::from_str(&std::fs::read_to_string(path).expect("event file")).expect("json")
+    }
+
+    #[test]
+    fn the_deadline_is_read_as_epoch_milliseconds_or_as_the_emulators_timeout() {
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        assert_eq!(
+            remaining_time(1_800_000_012_000, now),
+            Duration::from_secs(12)
+        );
+        assert_eq!(remaining_time(1_799_999_999_000, now), Duration::ZERO);
+        assert_eq!(remaining_time(600_000, now), Duration::from_secs(600));
     }
 
     #[tokio::test]
