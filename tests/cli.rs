@@ -128,3 +128,32 @@ fn now_can_be_moved_to_see_the_report_later() {
     assert_eq!(d["generated_at"], "2026-11-27T15:32:10Z");
     assert_eq!(d["classification"]["behaviour"], "sustained");
 }
+
+#[test]
+fn out_dir_receives_every_rendering() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/cli-out")
+        .join(std::process::id().to_string());
+    let out = replay(&[
+        "events/sns-alb-alarm-target-response-time.json",
+        "--offline",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let written = std::fs::read_dir(&dir)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for file in ["diagnosis.json", "email.txt", "slack.json", "chat.json"] {
+        assert!(written.join(file).metadata().unwrap().len() > 100, "{file}");
+    }
+    let email = std::fs::read_to_string(written.join("email.txt")).unwrap();
+    assert_eq!(
+        email.trim_end(),
+        stdout(&out).trim_end(),
+        "the email body is the text report"
+    );
+}

@@ -41,6 +41,9 @@ enum Command {
         /// Treat this instant (RFC 3339) as now; default: the transition's own time.
         #[arg(long)]
         now: Option<chrono::DateTime<chrono::Utc>>,
+        /// Also write every rendering (diagnosis.json, email.txt, slack.json, chat.json) into this directory.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
     },
 }
 
@@ -81,6 +84,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         offline,
         format,
         now,
+        out_dir,
     } = cli.command;
     let bytes = std::fs::read(&event_file)
         .with_context(|| format!("cannot read {}", event_file.display()))?;
@@ -130,6 +134,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 }
                 first = false;
                 println!("{}", rendered(&d, format)?);
+                if let Some(dir) = &out_dir {
+                    write_renderings(&d, dir)?;
+                }
             }
             Outcome::Ignored {
                 alarm_name,
@@ -147,6 +154,28 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(code)
+}
+
+/// Writes every rendering of `d` into `dir/<diagnosis id>/`.
+fn write_renderings(d: &Diagnosis, dir: &std::path::Path) -> anyhow::Result<()> {
+    let dir = dir.join(d.id.as_str());
+    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    for (file, format) in [
+        ("diagnosis.json", Format::Json),
+        ("email.txt", Format::Text),
+        ("slack.json", Format::Slack),
+        ("chat.json", Format::Chat),
+    ] {
+        let path = dir.join(file);
+        std::fs::write(&path, rendered(d, format)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    eprintln!(
+        "alarm-triage: renderings of {} written to {}",
+        d.id,
+        dir.display()
+    );
+    Ok(())
 }
 
 fn rendered(d: &Diagnosis, format: Format) -> anyhow::Result<String> {
