@@ -5,10 +5,11 @@
 
 use std::hint::black_box;
 
-use alarm_triage::adapters::cloudwatch::CloudWatchSource;
 use alarm_triage::classify::ClassifierConfig;
+use alarm_triage::evidence::fake::StaticSources;
 use alarm_triage::evidence::{Budget, Collection};
 use alarm_triage::pipeline::{Now, Outcome, Triage};
+use alarm_triage::publish::NoPublisher;
 use alarm_triage::render;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
@@ -35,8 +36,9 @@ fn pipeline(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();
-    let triage = Triage::<CloudWatchSource> {
+    let triage = Triage::<StaticSources, NoPublisher> {
         collection: Collection::Offline,
+        publisher: NoPublisher,
         budget: Budget::default(),
         classifier: ClassifierConfig::default(),
     };
@@ -51,7 +53,7 @@ fn pipeline(c: &mut Criterion) {
                     continue;
                 };
                 for outcome in outcomes {
-                    if let Outcome::Report(d) = outcome {
+                    if let Outcome::Report { diagnosis: d, .. } = outcome {
                         black_box(render::text::render(&d));
                         black_box(render::slack::render(&d));
                         black_box(render::chat::render(&d));

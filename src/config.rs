@@ -15,6 +15,9 @@ pub struct Config {
     pub budget: Budget,
     /// Time kept back from the invocation deadline for publishing.
     pub publish_margin: Duration,
+    /// Where diagnoses go: an SNS topic and/or an SQS queue.
+    pub diagnosis_topic_arn: Option<String>,
+    pub diagnosis_queue_url: Option<String>,
 }
 
 impl Config {
@@ -93,7 +96,30 @@ impl Config {
             },
             classifier,
             publish_margin: Duration::from_millis(margin_ms),
+            diagnosis_topic_arn: non_empty(&lookup, "DIAGNOSIS_TOPIC_ARN"),
+            diagnosis_queue_url: non_empty(&lookup, "DIAGNOSIS_QUEUE_URL"),
         })
+    }
+
+    /// The diagnose function must publish somewhere: fails, naming both variables, when neither is set.
+    pub fn require_destination(self) -> Result<Self> {
+        if self.diagnosis_topic_arn.is_none() && self.diagnosis_queue_url.is_none() {
+            return Err(Error::Config {
+                variable: "DIAGNOSIS_TOPIC_ARN",
+                problem: "is not set, and neither is DIAGNOSIS_QUEUE_URL; set one or both so diagnoses are published".to_owned(),
+            });
+        }
+        if let Some(arn) = &self.diagnosis_topic_arn
+            && (!arn.starts_with("arn:") || arn.split(':').count() != 6)
+        {
+            return Err(Error::Config {
+                variable: "DIAGNOSIS_TOPIC_ARN",
+                problem: format!(
+                    "is {arn:?}; expected an SNS topic ARN (arn:aws:sns:REGION:ACCOUNT:NAME)"
+                ),
+            });
+        }
+        Ok(self)
     }
 
     /// The budget for an invocation with `remaining` time before its deadline.
@@ -103,6 +129,12 @@ impl Config {
             ..self.budget
         }
     }
+}
+
+fn non_empty(lookup: &impl Fn(&str) -> Option<String>, variable: &str) -> Option<String> {
+    lookup(variable)
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
 }
 
 fn parse<T>(
@@ -173,6 +205,33 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(err.to_string().contains("hysteresis"));
+    }
+
+    #[test]
+    fn the_function_needs_a_topic_or_a_queue() {
+        let bare = Config::from_lookup(lookup(&[("AWS_REGION", "eu-west-1")])).unwrap();
+        let err = bare.require_destination().unwrap_err().to_string();
+        assert!(
+            err.contains("DIAGNOSIS_TOPIC_ARN") && err.contains("DIAGNOSIS_QUEUE_URL"),
+            "{err}"
+        );
+        let queue = Config::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("DIAGNOSIS_QUEUE_URL", "http://q"),
+        ]))
+        .unwrap();
+        assert!(queue.require_destination().is_ok());
+        let bad = Config::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("DIAGNOSIS_TOPIC_ARN", "my-topic"),
+        ]))
+        .unwrap();
+        assert!(
+            bad.require_destination()
+                .unwrap_err()
+                .to_string()
+                .contains("my-topic")
+        );
     }
 
     #[test]

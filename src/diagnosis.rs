@@ -293,6 +293,9 @@ pub struct Diagnosis {
     pub next_steps: Vec<NextStep>,
     pub links: Vec<Link>,
     pub timings: Timings,
+    /// The load balancer's target groups, when the alarm watches a load balancer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub target_groups: Vec<crate::findings::alb::TargetGroupSummary>,
     /// Remarks about the report itself (for example that it was shortened to fit a message).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -307,6 +310,15 @@ impl Diagnosis {
     /// Serialises as indented JSON for people.
     pub fn to_json_pretty(&self) -> crate::Result<String> {
         serde_json::to_string_pretty(self).map_err(crate::Error::Serialise)
+    }
+
+    /// `namespace/service` of the (first) culprit target group, when known.
+    pub fn culprit_service(&self) -> Option<String> {
+        self.target_groups
+            .iter()
+            .find(|g| g.culprit)
+            .and_then(|g| g.kubernetes_service.as_ref())
+            .map(|s| format!("{}/{}", s.namespace, s.name))
     }
 
     /// The findings the evidence supports.

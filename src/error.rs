@@ -77,6 +77,13 @@ pub enum Error {
         retryable: bool,
     },
 
+    /// A diagnosis could not be published; the invocation must fail so Lambda retries it.
+    #[error("could not publish the diagnosis to {destination}: {reason}")]
+    Publish {
+        destination: &'static str,
+        reason: String,
+    },
+
     /// Rendering or serialising a diagnosis failed (a bug, not bad input).
     #[error("could not serialise the diagnosis: {0}")]
     Serialise(#[source] serde_json::Error),
@@ -97,6 +104,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Source { retryable, .. } => *retryable,
+            Error::Publish { .. } => true,
             _ => false,
         }
     }
@@ -129,6 +137,7 @@ impl Error {
             Error::NotAnAlarmNotification { .. } => "not_an_alarm_notification",
             Error::MalformedAlarmNotification { .. } => "malformed_alarm_notification",
             Error::Source { .. } => "evidence_source",
+            Error::Publish { .. } => "publish",
             Error::Serialise(_) => "serialise",
             Error::Config { .. } => "config",
         }

@@ -18,6 +18,7 @@ pub mod history;
 pub mod intake;
 pub mod next_steps;
 pub mod pipeline;
+pub mod publish;
 pub mod render;
 pub mod series;
 pub mod telemetry;

@@ -4,7 +4,8 @@
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 
 use crate::classify::{Behaviour, Classification};
-use crate::diagnosis::{AlarmFacts, Command, NextStep, ReportKind};
+use crate::diagnosis::{AlarmFacts, Command, NextStep, ReportKind, Verdict};
+use crate::findings::Decided;
 
 /// Quotes a value for a POSIX shell, so names from an alarm cannot break out of a command.
 pub fn shell_quote(value: &str) -> String {
@@ -21,6 +22,20 @@ pub fn shell_quote(value: &str) -> String {
 fn aws(text: String) -> Command {
     Command {
         tool: "aws".to_owned(),
+        text,
+    }
+}
+
+fn kubectl(text: String) -> Command {
+    Command {
+        tool: "kubectl".to_owned(),
+        text,
+    }
+}
+
+fn promql(text: String) -> Command {
+    Command {
+        tool: "promql".to_owned(),
         text,
     }
 }
@@ -50,9 +65,17 @@ pub fn load_balancer_name(dimension_value: &str) -> Option<&str> {
 pub fn propose(
     alarm: &AlarmFacts,
     classification: &Classification,
+    decided: &Decided,
     kind: ReportKind,
     now: DateTime<Utc>,
 ) -> Vec<NextStep> {
+    let verdict = |id: &str| {
+        decided
+            .findings
+            .iter()
+            .find(|f| f.id == id)
+            .map(|f| f.verdict)
+    };
     let region = region_flag(alarm);
     let name = shell_quote(&alarm.name);
     let mut steps = Vec::new();
@@ -102,7 +125,117 @@ pub fn propose(
 
     let is_alb = alarm.namespace.as_deref() == Some("AWS/ApplicationELB");
     let lb_dimension = alarm.dimension("LoadBalancer");
-    if let (true, Some(lb), None) = (is_alb, lb_dimension, alarm.dimension("TargetGroup")) {
+    let culprits: Vec<&crate::findings::alb::TargetGroupSummary> =
+        decided.target_groups.iter().filter(|g| g.culprit).collect();
+    for group in &culprits {
+        let mut commands = vec![aws(format!(
+            "aws elbv2 describe-target-health --target-group-arn {} --output table{region}",
+            shell_quote(&group.arn)
+        ))];
+        if let Some(service) = &group.kubernetes_service {
+            let ns = shell_quote(&service.namespace);
+            let name = shell_quote(&service.name);
+            commands.push(kubectl(format!("kubectl -n {ns} describe service {name}")));
+            commands.push(kubectl(format!(
+                "kubectl -n {ns} get endpoints {name} -o wide"
+            )));
+            commands.push(promql(format!(
+                "sum by (pod) (rate(container_cpu_usage_seconds_total{{namespace=\"{}\", container!=\"\"}}[2m]))",
+                service.namespace
+            )));
+        }
+        steps.push(NextStep {
+            proposal: format!(
+                "Investigate {}, the target group behind the alarm",
+                group.label()
+            ),
+            rationale: format!(
+                "It accounts for {} of the breach{}.",
+                group
+                    .share_of_breach
+                    .map_or("most".to_owned(), |s| format!("{:.0} %", s * 100.0)),
+                group
+                    .statistic_while_breaching
+                    .map(|v| format!(
+                        " with {} {v} while breaching (threshold {})",
+                        alarm.statistic.as_deref().unwrap_or("value"),
+                        alarm.threshold.unwrap_or_default()
+                    ))
+                    .unwrap_or_default()
+            ),
+            trade_offs: None,
+            commands,
+        });
+    }
+
+    if verdict("traffic.low_traffic_artifact") == Some(Verdict::Supported) {
+        steps.push(NextStep {
+            proposal: "Treat this breach as a low-traffic artifact; make the alarm require real traffic".to_owned(),
+            rationale: "A handful of slow requests moved the Average of a near-idle target; nothing suggests users at large were affected.".to_owned(),
+            trade_offs: Some("A metric-math alarm such as IF(requests > 60, latency, 0), or p99 with M of N datapoints, stops these pages but also hides slowness at night; check the slow requests first.".to_owned()),
+            commands: vec![aws(format!(
+                "aws cloudwatch describe-alarms --alarm-names {name} --query 'MetricAlarms[0].[Statistic,Threshold,EvaluationPeriods,DatapointsToAlarm,TreatMissingData]' --output table{region}"
+            ))],
+        });
+    }
+
+    if verdict("targets.unhealthy") == Some(Verdict::Supported) {
+        let commands = decided
+            .target_groups
+            .iter()
+            .filter(|g| !g.unhealthy_targets.is_empty())
+            .map(|g| {
+                aws(format!(
+                    "aws elbv2 describe-target-health --target-group-arn {} --query 'TargetHealthDescriptions[?TargetHealth.State!=`healthy`]' --output table{region}",
+                    shell_quote(&g.arn)
+                ))
+            })
+            .collect();
+        steps.push(NextStep {
+            proposal: "Find out why targets fail their health checks".to_owned(),
+            rationale: "Unhealthy targets shrink the capacity serving traffic; the reason (Target.Timeout, Target.ResponseCodeMismatch) says where to look.".to_owned(),
+            trade_offs: None,
+            commands,
+        });
+    }
+
+    if verdict("alb.least_outstanding_requests") == Some(Verdict::Supported)
+        && let Some(group) = culprits.first()
+    {
+        steps.push(NextStep {
+                proposal: format!("Consider least outstanding requests routing for {}", group.name),
+                rationale: "In ip mode the ALB picks the pod; least outstanding requests sends new requests to pods with the fewest in flight, away from a slow one.".to_owned(),
+                trade_offs: Some("It adds no capacity and does not fix the slow pod; with few targets a pod that just became healthy can receive a burst.".to_owned()),
+                commands: vec![aws(format!(
+                    "aws elbv2 describe-target-group-attributes --target-group-arn {} --query \"Attributes[?Key=='load_balancing.algorithm.type']\" --output table{region}",
+                    shell_quote(&group.arn)
+                ))],
+            });
+    }
+
+    if verdict("alb.shared_problem") == Some(Verdict::Supported) {
+        steps.push(NextStep {
+            proposal: "Look at what the slow target groups share: the load balancer, the ingress, or a common dependency".to_owned(),
+            rationale: "Most groups breach at once, which one service cannot explain.".to_owned(),
+            trade_offs: None,
+            commands: lb_dimension
+                .and_then(load_balancer_name)
+                .map(|lb| aws(format!(
+                    "aws elbv2 describe-load-balancers --names {} --query 'LoadBalancers[0].[State.Code,Type,Scheme]' --output table{region}",
+                    shell_quote(lb)
+                )))
+                .into_iter()
+                .collect(),
+        });
+    }
+
+    let breakdown_done = !decided.target_groups.is_empty();
+    if let (true, false, Some(lb), None) = (
+        is_alb,
+        breakdown_done,
+        lb_dimension,
+        alarm.dimension("TargetGroup"),
+    ) {
         let metric = alarm.metric_name.as_deref().unwrap_or("TargetResponseTime");
         let mut commands = Vec::new();
         if let Some(lb_name) = load_balancer_name(lb) {

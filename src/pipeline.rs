@@ -9,8 +9,9 @@ use serde_json::Value;
 use crate::classify::ClassifierConfig;
 use crate::diagnosis::{Diagnosis, ReportKind};
 use crate::error::{Error, Result};
-use crate::evidence::{AlarmHistorySource, Budget, Collection, gather};
+use crate::evidence::{Budget, Collection, EvidenceSources, gather};
 use crate::intake::{self, Delivery, Response};
+use crate::publish::{DiagnosisPublisher, prepare};
 use crate::triage::assemble;
 
 /// Which instant a run treats as "now".
@@ -26,8 +27,17 @@ pub enum Now {
 /// What became of one record.
 #[derive(Debug)]
 pub enum Outcome {
-    /// A diagnosis or resolution report.
-    Report(Box<Diagnosis>),
+    /// A diagnosis or resolution report, and where it was published.
+    Report {
+        diagnosis: Box<Diagnosis>,
+        published: Vec<String>,
+    },
+    /// Diagnosed, but publishing failed: the invocation must fail so Lambda retries.
+    Failed {
+        diagnosis_id: String,
+        alarm_name: String,
+        error: Error,
+    },
     /// A transition that deserves nothing (OK <-> INSUFFICIENT_DATA).
     Ignored {
         alarm_name: String,
@@ -53,7 +63,10 @@ pub struct OutcomeSummary {
 impl Outcome {
     pub fn summary(&self, record: usize) -> OutcomeSummary {
         match self {
-            Outcome::Report(d) => OutcomeSummary {
+            Outcome::Report {
+                diagnosis: d,
+                published,
+            } => OutcomeSummary {
                 record,
                 outcome: match d.kind {
                     ReportKind::Diagnosis => "diagnosed",
@@ -61,7 +74,22 @@ impl Outcome {
                 },
                 diagnosis_id: Some(d.id.to_string()),
                 alarm_name: Some(d.alarm.name.clone()),
-                detail: Some(d.headline.clone()),
+                detail: Some(if published.is_empty() {
+                    d.headline.clone()
+                } else {
+                    format!("{} [published: {}]", d.headline, published.join(", "))
+                }),
+            },
+            Outcome::Failed {
+                diagnosis_id,
+                alarm_name,
+                error,
+            } => OutcomeSummary {
+                record,
+                outcome: "failed",
+                diagnosis_id: Some(diagnosis_id.clone()),
+                alarm_name: Some(alarm_name.clone()),
+                detail: Some(format!("{}: {error}", error.kind())),
             },
             Outcome::Ignored {
                 alarm_name,
@@ -86,13 +114,14 @@ impl Outcome {
 
 /// Everything a run needs, built once (per cold start, or per CLI call).
 #[derive(Debug)]
-pub struct Triage<H> {
-    pub collection: Collection<H>,
+pub struct Triage<S, P> {
+    pub collection: Collection<S>,
+    pub publisher: P,
     pub budget: Budget,
     pub classifier: ClassifierConfig,
 }
 
-impl<H: AlarmHistorySource> Triage<H> {
+impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
     /// Handles raw bytes (a captured event file).
     pub async fn handle_bytes(&self, bytes: &[u8], now: Now) -> Result<Vec<Outcome>> {
         let deliveries = intake::deliveries_from_bytes(bytes)?;
@@ -167,8 +196,36 @@ impl<H: AlarmHistorySource> Triage<H> {
             severity = diagnosis.severity.as_str(),
             gaps = diagnosis.evidence_gaps.len(),
             total_ms = diagnosis.timings.total_ms,
+            headline = %diagnosis.headline,
             "alarm triaged"
         );
-        Outcome::Report(Box::new(diagnosis))
+        let published = match prepare(&diagnosis) {
+            Ok(outgoing) => {
+                if outgoing.shortened {
+                    tracing::warn!(diagnosis_id = %diagnosis.id, "diagnosis shortened to fit the message limit");
+                }
+                self.publisher.publish(&outgoing).await
+            }
+            Err(e) => Err(e),
+        };
+        match published {
+            Ok(published) => {
+                if !published.is_empty() {
+                    tracing::info!(diagnosis_id = %diagnosis.id, destinations = ?published, "diagnosis published");
+                }
+                Outcome::Report {
+                    diagnosis: Box::new(diagnosis),
+                    published,
+                }
+            }
+            Err(error) => {
+                tracing::error!(alarm_name = %diagnosis.alarm.name, diagnosis_id = %diagnosis.id, error = %error, "publishing failed");
+                Outcome::Failed {
+                    diagnosis_id: diagnosis.id.to_string(),
+                    alarm_name: diagnosis.alarm.name.clone(),
+                    error,
+                }
+            }
+        }
     }
 }

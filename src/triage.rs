@@ -7,20 +7,12 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use crate::alarm::AlarmNotification;
 use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify, human_duration};
 use crate::diagnosis::{
-    AlarmFacts, Diagnosis, DiagnosisId, EvidenceGap, Link, ReportKind, SCHEMA, Severity, Timings,
+    AlarmFacts, Diagnosis, DiagnosisId, Finding, Link, ReportKind, SCHEMA, Severity, Verdict,
 };
+use crate::evidence::{GatheredEvidence, plan};
 use crate::findings;
 use crate::history::AlarmHistory;
 use crate::next_steps::{load_balancer_name, propose};
-
-/// What the evidence gathering brought back.
-#[derive(Debug, Clone, Default)]
-pub struct GatheredEvidence {
-    /// The alarm's state history; `None` when it could not be read.
-    pub history: Option<AlarmHistory>,
-    pub gaps: Vec<EvidenceGap>,
-    pub timings: Timings,
-}
 
 /// Builds the diagnosis (for an ALARM transition) or resolution report (for leaving ALARM).
 pub fn assemble(
@@ -38,33 +30,16 @@ pub fn assemble(
         .including(notification);
     let timing = timing_of(&alarm);
     let classification = classify(&history, alarm.new_state, timing, config, now);
-    let behaviour_finding = findings::alarm_behaviour(&classification, evidence.history.is_some());
+    let decided = findings::decide(&alarm, &classification, evidence);
 
     let headline = match kind {
-        ReportKind::Diagnosis => {
-            let causes: Vec<&str> = [&behaviour_finding]
-                .into_iter()
-                .filter_map(|f| f.cause.as_deref())
-                .collect();
-            let because = if causes.is_empty() {
-                classification.explanation.clone()
-            } else {
-                causes.join("; ")
-            };
-            if evidence.history.is_some() {
-                format!(
-                    "{}: {} ({because})",
-                    classification.behaviour.as_str(),
-                    alarm.name
-                )
-            } else {
-                format!(
-                    "{} on this transition alone: {} (alarm history not collected, so flapping cannot be ruled out)",
-                    classification.behaviour.as_str(),
-                    alarm.name
-                )
-            }
-        }
+        ReportKind::Diagnosis => diagnosis_headline(
+            &alarm,
+            &classification.behaviour,
+            &classification.explanation,
+            &decided.findings,
+            evidence.history.is_some(),
+        ),
         ReportKind::Resolution if evidence.history.is_none() => format!(
             "resolved: {} is back to {} (alarm history not collected, so the episode's length is unknown)",
             alarm.name, alarm.new_state
@@ -90,8 +65,10 @@ pub fn assemble(
         (ReportKind::Diagnosis, Behaviour::Sustained) => Severity::Critical,
         (ReportKind::Diagnosis, _) => Severity::Warning,
     };
-    let next_steps = propose(&alarm, &classification, kind, now);
+    let next_steps = propose(&alarm, &classification, &decided, kind, now);
     let links = console_links(&alarm);
+    let mut notes = plan(notification).notes;
+    notes.extend(decided.notes);
 
     Diagnosis {
         schema: SCHEMA.to_owned(),
@@ -102,12 +79,48 @@ pub fn assemble(
         severity,
         alarm,
         classification,
-        findings: vec![behaviour_finding],
+        findings: decided.findings,
         evidence_gaps: evidence.gaps.clone(),
         next_steps,
         links,
         timings: evidence.timings.clone(),
-        notes: Vec::new(),
+        target_groups: decided.target_groups,
+        notes,
+    }
+}
+
+/// Behaviour first, then the causes the supported (or clearing) findings name.
+fn diagnosis_headline(
+    alarm: &AlarmFacts,
+    behaviour: &Behaviour,
+    explanation: &str,
+    findings: &[Finding],
+    history_known: bool,
+) -> String {
+    let causes: Vec<&str> = findings
+        .iter()
+        .filter(|f| f.verdict != Verdict::Inconclusive || f.id == "alb.shared_problem")
+        .filter_map(|f| f.cause.as_deref())
+        .collect();
+    let because = if causes.is_empty() {
+        explanation.to_owned()
+    } else {
+        causes.join("; ")
+    };
+    if history_known {
+        format!("{}: {} ({because})", behaviour.as_str(), alarm.name)
+    } else if causes.is_empty() {
+        format!(
+            "{} on this transition alone: {} (alarm history not collected, so flapping cannot be ruled out)",
+            behaviour.as_str(),
+            alarm.name
+        )
+    } else {
+        format!(
+            "{} on this transition alone: {} ({because}; alarm history not collected)",
+            behaviour.as_str(),
+            alarm.name
+        )
     }
 }
 

@@ -6,12 +6,13 @@
 
 use std::path::{Path, PathBuf};
 
-use alarm_triage::adapters::cloudwatch::CloudWatchSource;
 use alarm_triage::alarm::AlarmNotification;
 use alarm_triage::classify::ClassifierConfig;
 use alarm_triage::diagnosis::{Diagnosis, ReportKind};
+use alarm_triage::evidence::fake::StaticSources;
 use alarm_triage::evidence::{Budget, Collection};
 use alarm_triage::pipeline::{Now, Outcome, Triage};
+use alarm_triage::publish::NoPublisher;
 use alarm_triage::render;
 use aws_lambda_events::sns::SnsEvent;
 use serde_json::Value;
@@ -81,9 +82,10 @@ fn stem(path: &Path) -> String {
         .into_owned()
 }
 
-fn offline() -> Triage<CloudWatchSource> {
+fn offline() -> Triage<StaticSources, NoPublisher> {
     Triage {
         collection: Collection::Offline,
+        publisher: NoPublisher,
         budget: Budget::default(),
         classifier: ClassifierConfig::default(),
     }
@@ -98,7 +100,7 @@ fn reports(outcomes: &[Outcome]) -> Vec<&Diagnosis> {
     outcomes
         .iter()
         .filter_map(|o| match o {
-            Outcome::Report(d) => Some(d.as_ref()),
+            Outcome::Report { diagnosis, .. } => Some(diagnosis.as_ref()),
             _ => None,
         })
         .collect()
@@ -157,9 +159,11 @@ async fn every_event_file_gives_its_expected_outcome() {
             Ok(outcomes) => outcomes
                 .iter()
                 .map(|o| match o {
-                    Outcome::Report(d) => Report(d.kind, d.classification.behaviour.as_str()),
+                    Outcome::Report { diagnosis: d, .. } => {
+                        Report(d.kind, d.classification.behaviour.as_str())
+                    }
                     Outcome::Ignored { .. } => Ignored,
-                    Outcome::Rejected(e) => Rejected(e.kind()),
+                    Outcome::Rejected(e) | Outcome::Failed { error: e, .. } => Rejected(e.kind()),
                 })
                 .collect(),
         };

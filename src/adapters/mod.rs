@@ -2,36 +2,47 @@
 //! One per technology, each built once per cold start.
 
 pub mod cloudwatch;
+pub mod elbv2;
+pub mod sns;
+pub mod sqs;
 
-use aws_sdk_cloudwatch::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_smithy_runtime_api::client::result::SdkError;
+use aws_smithy_types::error::display::DisplayErrorContext;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use crate::error::Error;
 
-/// Maps an SDK error to a gap reason: access problems name the IAM action to
-/// grant, throttling and server errors are marked retryable.
+/// Maps an SDK error to an evidence-source error: access problems name the
+/// IAM action to grant; throttling, timeouts and server errors are retryable.
 pub(crate) fn sdk_failure<E, R>(
     source_name: &'static str,
     iam_action: &str,
-    error: &aws_sdk_cloudwatch::error::SdkError<E, R>,
+    error: &SdkError<E, R>,
 ) -> Error
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
     R: std::fmt::Debug,
 {
-    use aws_sdk_cloudwatch::error::SdkError;
     let (retryable, reason) = match error {
         SdkError::ServiceError(service) => {
             let err = service.err();
             let code = err.code().unwrap_or("Unknown");
             let message = err.message().unwrap_or("");
             match code {
-                "AccessDenied" | "AccessDeniedException" | "UnauthorizedOperation" => (
+                "AccessDenied"
+                | "AccessDeniedException"
+                | "UnauthorizedOperation"
+                | "AuthorizationError" => (
                     false,
                     format!("access denied ({code}): grant {iam_action} to the function's role"),
                 ),
-                "Throttling" | "ThrottlingException" | "RequestLimitExceeded" => {
-                    (true, format!("throttled ({code}) after retries: {message}"))
-                }
+                "Throttling"
+                | "ThrottlingException"
+                | "RequestLimitExceeded"
+                | "TooManyRequestsException" => (
+                    true,
+                    format!("throttled ({code}) after the SDK's retries: {message}"),
+                ),
                 _ => (false, format!("{code}: {message}")),
             }
         }
@@ -50,5 +61,158 @@ where
         source_name,
         reason,
         retryable,
+    }
+}
+
+/// The error code of a service error, to tell "not found" from a failure.
+pub(crate) fn service_error_code<E: ProvideErrorMetadata, R>(
+    error: &SdkError<E, R>,
+) -> Option<&str> {
+    match error {
+        SdkError::ServiceError(service) => service.err().code(),
+        _ => None,
+    }
+}
+
+/// Converts an SDK timestamp to chrono.
+pub(crate) fn to_chrono(t: &aws_smithy_types::DateTime) -> Option<chrono::DateTime<chrono::Utc>> {
+    use chrono::TimeZone;
+    chrono::Utc
+        .timestamp_millis_opt(t.to_millis().ok()?)
+        .single()
+}
+
+/// Converts chrono to an SDK timestamp.
+pub(crate) fn to_smithy(t: chrono::DateTime<chrono::Utc>) -> aws_smithy_types::DateTime {
+    aws_smithy_types::DateTime::from_millis(t.timestamp_millis())
+}
+
+/// The adapters the diagnose function reads AWS through, built once per cold start.
+#[derive(Debug, Clone)]
+pub struct AwsSources {
+    pub cloudwatch: cloudwatch::CloudWatchSource,
+    pub elbv2: elbv2::Elbv2Source,
+}
+
+impl AwsSources {
+    pub fn new(config: &aws_config::SdkConfig) -> Self {
+        AwsSources {
+            cloudwatch: cloudwatch::CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(config)),
+            elbv2: elbv2::Elbv2Source::new(aws_sdk_elasticloadbalancingv2::Client::new(config)),
+        }
+    }
+}
+
+/// The diagnosis destinations: the SNS topic and/or the SQS queue.
+#[derive(Debug, Clone, Default)]
+pub struct Destinations {
+    pub topic: Option<sns::SnsPublisher>,
+    pub queue: Option<sqs::SqsPublisher>,
+}
+
+impl Destinations {
+    pub fn new(
+        config: &aws_config::SdkConfig,
+        topic_arn: Option<String>,
+        queue_url: Option<String>,
+    ) -> Self {
+        Destinations {
+            topic: topic_arn
+                .map(|arn| sns::SnsPublisher::new(aws_sdk_sns::Client::new(config), arn)),
+            queue: queue_url
+                .map(|url| sqs::SqsPublisher::new(aws_sdk_sqs::Client::new(config), url)),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.topic.is_none() && self.queue.is_none()
+    }
+}
+
+impl crate::publish::DiagnosisPublisher for Destinations {
+    /// Both destinations at once; either failing fails the publish, so that
+    /// Lambda retries the event (the diagnosis id lets consumers drop the duplicate).
+    async fn publish(&self, outgoing: &crate::publish::Outgoing) -> crate::Result<Vec<String>> {
+        let topic = async {
+            match &self.topic {
+                Some(p) => p
+                    .publish(outgoing)
+                    .await
+                    .map(|id| Some(format!("sns:{id}"))),
+                None => Ok(None),
+            }
+        };
+        let queue = async {
+            match &self.queue {
+                Some(p) => p.send(outgoing).await.map(|id| Some(format!("sqs:{id}"))),
+                None => Ok(None),
+            }
+        };
+        let (topic, queue) = tokio::join!(topic, queue);
+        Ok([topic?, queue?].into_iter().flatten().collect())
+    }
+}
+
+mod delegation {
+    //! `AwsSources` answers every port by handing the call to the adapter for that service.
+
+    use std::collections::BTreeMap;
+
+    use chrono::{DateTime, Utc};
+
+    use super::AwsSources;
+    use crate::error::Result;
+    use crate::evidence::model::{
+        AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
+    };
+    use crate::evidence::{AlarmSource, LoadBalancerSource, MetricSource};
+    use crate::history::AlarmHistory;
+
+    impl AlarmSource for AwsSources {
+        async fn state_history(
+            &self,
+            name: &str,
+            start: DateTime<Utc>,
+            end: DateTime<Utc>,
+        ) -> Result<AlarmHistory> {
+            self.cloudwatch.state_history(name, start, end).await
+        }
+
+        async fn definition(&self, name: &str) -> Result<Option<AlarmDefinition>> {
+            self.cloudwatch.definition(name).await
+        }
+    }
+
+    impl MetricSource for AwsSources {
+        async fn metric_data(
+            &self,
+            queries: &[MetricQuery],
+            start: DateTime<Utc>,
+            end: DateTime<Utc>,
+        ) -> Result<Vec<MetricSeries>> {
+            self.cloudwatch.metric_data(queries, start, end).await
+        }
+    }
+
+    impl LoadBalancerSource for AwsSources {
+        async fn load_balancer(&self, dimension: &str) -> Result<Option<LoadBalancer>> {
+            self.elbv2.load_balancer(dimension).await
+        }
+
+        async fn target_groups(&self, arn: &str) -> Result<Vec<TargetGroup>> {
+            self.elbv2.target_groups(arn).await
+        }
+
+        async fn algorithm(&self, arn: &str) -> Result<Option<String>> {
+            self.elbv2.algorithm(arn).await
+        }
+
+        async fn target_health(&self, arn: &str) -> Result<Vec<TargetHealth>> {
+            self.elbv2.target_health(arn).await
+        }
+
+        async fn tags(&self, arns: &[String]) -> Result<BTreeMap<String, Tags>> {
+            self.elbv2.tags(arns).await
+        }
     }
 }

@@ -5,11 +5,12 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use alarm_triage::adapters::cloudwatch::CloudWatchSource;
+use alarm_triage::adapters::{AwsSources, Destinations};
 use alarm_triage::config::Config;
 use alarm_triage::diagnosis::Diagnosis;
 use alarm_triage::evidence::Collection;
 use alarm_triage::pipeline::{Now, Outcome, Triage};
+use alarm_triage::publish::{DiagnosisPublisher, NoPublisher};
 use alarm_triage::render;
 use alarm_triage::telemetry::{LogFormat, init_with_default};
 use anyhow::Context;
@@ -44,6 +45,9 @@ enum Command {
         /// Also write every rendering (diagnosis.json, email.txt, slack.json, chat.json) into this directory.
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
+        /// Print only; do not publish to DIAGNOSIS_TOPIC_ARN / DIAGNOSIS_QUEUE_URL even when they are set.
+        #[arg(long)]
+        no_publish: bool,
     },
 }
 
@@ -85,6 +89,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         format,
         now,
         out_dir,
+        no_publish,
     } = cli.command;
     let bytes = std::fs::read(&event_file)
         .with_context(|| format!("cannot read {}", event_file.display()))?;
@@ -94,8 +99,9 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             "AWS_REGION" => Some("offline".to_owned()),
             other => std::env::var(other).ok(),
         })?;
-        let triage = Triage::<CloudWatchSource> {
+        let triage = Triage::<AwsSources, NoPublisher> {
             collection: Collection::Offline,
+            publisher: NoPublisher,
             budget: config.budget,
             classifier: config.classifier,
         };
@@ -106,14 +112,17 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             .region(aws_config::Region::new(config.region.clone()))
             .load()
             .await;
-        let triage = Triage {
-            collection: Collection::Live {
-                history: CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(&aws)),
-            },
-            budget: config.budget,
-            classifier: config.classifier,
+        let sources = AwsSources::new(&aws);
+        let destinations = if no_publish {
+            Destinations::default()
+        } else {
+            Destinations::new(
+                &aws,
+                config.diagnosis_topic_arn.clone(),
+                config.diagnosis_queue_url.clone(),
+            )
         };
-        triage.handle_bytes(&bytes, now).await
+        live(sources, destinations, config, &bytes, now).await
     };
     let outcomes = match outcomes {
         Ok(o) => o,
@@ -128,7 +137,13 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     let mut first = true;
     for outcome in outcomes {
         match outcome {
-            Outcome::Report(d) => {
+            Outcome::Report {
+                diagnosis: d,
+                published,
+            } => {
+                for receipt in &published {
+                    eprintln!("alarm-triage: published {} as {receipt}", d.id);
+                }
                 if !first {
                     println!();
                 }
@@ -151,9 +166,33 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 code = ExitCode::from(2);
             }
             Outcome::Rejected(e) => return Err(e.into()),
+            Outcome::Failed {
+                diagnosis_id,
+                error,
+                ..
+            } => {
+                eprintln!("alarm-triage: diagnosis {diagnosis_id} was not published: {error}");
+                code = ExitCode::from(1);
+            }
         }
     }
     Ok(code)
+}
+
+async fn live<P: DiagnosisPublisher>(
+    sources: AwsSources,
+    publisher: P,
+    config: Config,
+    bytes: &[u8],
+    now: Now,
+) -> alarm_triage::Result<Vec<Outcome>> {
+    let triage = Triage {
+        collection: Collection::Live(sources),
+        publisher,
+        budget: config.budget,
+        classifier: config.classifier,
+    };
+    triage.handle_bytes(bytes, now).await
 }
 
 /// Writes every rendering of `d` into `dir/<diagnosis id>/`.

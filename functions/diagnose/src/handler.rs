@@ -6,22 +6,24 @@
 use std::time::{Duration, SystemTime};
 
 use alarm_triage::config::Config;
-use alarm_triage::evidence::{AlarmHistorySource, Collection};
+use alarm_triage::evidence::{Collection, EvidenceSources};
 use alarm_triage::pipeline::{Now, Outcome, Triage};
+use alarm_triage::publish::DiagnosisPublisher;
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::{Value, json};
 
 /// Built once per cold start.
 #[derive(Debug)]
-pub struct State<H> {
+pub struct State<S, P> {
     config: Config,
-    triage: Triage<H>,
+    triage: Triage<S, P>,
 }
 
-impl<H: AlarmHistorySource> State<H> {
-    pub fn new(config: Config, history: H) -> Self {
+impl<S: EvidenceSources, P: DiagnosisPublisher> State<S, P> {
+    pub fn new(config: Config, sources: S, publisher: P) -> Self {
         let triage = Triage {
-            collection: Collection::Live { history },
+            collection: Collection::Live(sources),
+            publisher,
             budget: config.budget,
             classifier: config.classifier.clone(),
         };
@@ -30,8 +32,8 @@ impl<H: AlarmHistorySource> State<H> {
 }
 
 /// Handles one invocation.
-pub async fn handle<H: AlarmHistorySource>(
-    state: &State<H>,
+pub async fn handle<S: EvidenceSources, P: DiagnosisPublisher>(
+    state: &State<S, P>,
     event: LambdaEvent<Value>,
 ) -> Result<Value, Diagnostic> {
     let remaining = remaining_time(event.context.deadline, SystemTime::now());
@@ -58,9 +60,11 @@ pub async fn handle<H: AlarmHistorySource>(
     let mut reports = Vec::new();
     for (index, outcome) in outcomes.iter().enumerate() {
         match outcome {
-            Outcome::Rejected(e) if !e.is_rejection() => return Err(failure(e)),
-            Outcome::Report(d) => reports.push(
-                serde_json::to_value(d.as_ref())
+            Outcome::Rejected(e) | Outcome::Failed { error: e, .. } if !e.is_rejection() => {
+                return Err(failure(e));
+            }
+            Outcome::Report { diagnosis, .. } => reports.push(
+                serde_json::to_value(diagnosis.as_ref())
                     .map_err(|e| failure(&alarm_triage::Error::Serialise(e)))?,
             ),
             _ => {}
@@ -98,21 +102,16 @@ fn failure(e: &alarm_triage::Error) -> Diagnostic {
 mod tests {
     use super::*;
     use alarm_triage::alarm::AlarmState;
-    use alarm_triage::history::{AlarmHistory, StateChange};
-    use chrono::{DateTime, Duration as ChronoDuration, Utc};
+    use alarm_triage::evidence::fake::{RecordingPublisher, StaticSources};
+    use alarm_triage::history::StateChange;
+    use chrono::{Duration as ChronoDuration, Utc};
     use lambda_runtime::Context;
 
-    /// A history source that answers with a flapping history ending now.
-    struct Flapping;
-
-    impl AlarmHistorySource for Flapping {
-        async fn state_history(
-            &self,
-            _: &str,
-            start: DateTime<Utc>,
-            end: DateTime<Utc>,
-        ) -> alarm_triage::Result<AlarmHistory> {
-            let changes = (1..=18)
+    /// A flapping history: 9 OK -> ALARM cycles every 40 minutes up to now.
+    fn flapping() -> StaticSources {
+        let end = Utc::now();
+        StaticSources {
+            history: (1..=18)
                 .map(|i| {
                     let (from, to) = if i % 2 == 1 {
                         (AlarmState::Ok, AlarmState::Alarm)
@@ -125,15 +124,18 @@ mod tests {
                         to,
                     }
                 })
-                .collect();
-            Ok(AlarmHistory::from_unordered(changes).complete_since(start))
+                .collect(),
+            ..StaticSources::default()
         }
     }
 
-    fn state() -> State<Flapping> {
-        let config = Config::from_lookup(|k| (k == "AWS_REGION").then(|| "eu-west-1".to_owned()))
-            .expect("config");
-        State::new(config, Flapping)
+    fn config() -> Config {
+        Config::from_lookup(|k| (k == "AWS_REGION").then(|| "eu-west-1".to_owned()))
+            .expect("config")
+    }
+
+    fn state() -> State<StaticSources, RecordingPublisher> {
+        State::new(config(), flapping(), RecordingPublisher::default())
     }
 
     fn invocation(payload: Value) -> LambdaEvent<Value> {
@@ -192,6 +194,65 @@ mod tests {
                 .as_str()
                 .is_some_and(|d| d.contains("invalid_json"))
         );
+    }
+
+    #[tokio::test]
+    async fn a_diagnosis_that_cannot_be_published_fails_the_invocation_for_a_retry() {
+        let failing = State::new(
+            config(),
+            flapping(),
+            RecordingPublisher {
+                fail: true,
+                ..RecordingPublisher::default()
+            },
+        );
+        let err = handle(
+            &failing,
+            invocation(event("sns-alb-alarm-target-response-time")),
+        )
+        .await
+        .expect_err("a publish failure must fail the invocation");
+        assert_eq!(err.error_type, "publish");
+        assert!(
+            err.error_message.contains("NotFound"),
+            "{}",
+            err.error_message
+        );
+    }
+
+    #[tokio::test]
+    async fn published_diagnoses_carry_filter_attributes_and_the_email_text() {
+        let publisher = RecordingPublisher::default();
+        let state = State::new(config(), flapping(), publisher.clone());
+        handle(
+            &state,
+            invocation(event("sns-alb-alarm-target-response-time")),
+        )
+        .await
+        .expect("handled");
+        let sent = publisher.sent.lock().expect("lock");
+        let outgoing = &sent[0];
+        assert!(
+            outgoing
+                .attributes
+                .contains(&("classification".to_owned(), "flapping".to_owned()))
+        );
+        assert!(
+            outgoing
+                .attributes
+                .iter()
+                .any(|(k, v)| k == "alarm_name" && v == "k8s-shopfront-alb-target-response-time")
+        );
+        assert!(outgoing.subject.starts_with("[flapping] ") && outgoing.subject.len() <= 100);
+        let message: Value = serde_json::from_str(&outgoing.sns_message()).expect("json");
+        assert!(
+            message["email"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("Flapping: "))
+        );
+        let diagnosis: Value =
+            serde_json::from_str(message["default"].as_str().expect("default")).expect("json");
+        assert_eq!(diagnosis["schema"], "alarm-triage/diagnosis/v1");
     }
 
     #[tokio::test]

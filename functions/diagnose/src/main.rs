@@ -1,28 +1,32 @@
-//! The diagnose Lambda: SNS (CloudWatch alarm) in, diagnosis out.
+//! The diagnose Lambda: SNS (CloudWatch alarm) in, diagnosis out to SNS and/or SQS.
+
+#![recursion_limit = "256"] // the evidence futures nest deeply
 
 mod handler;
+
+use alarm_triage::adapters::{AwsSources, Destinations};
+use alarm_triage::config::Config;
+use alarm_triage::telemetry::{LogFormat, init};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 /// Lambda bills memory and time: a faster allocator pays for itself on the render path.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use alarm_triage::adapters::cloudwatch::CloudWatchSource;
-use alarm_triage::config::Config;
-use alarm_triage::telemetry::{LogFormat, init};
-use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     init(LogFormat::Json);
-    let config = Config::from_env()?;
+    let config = Config::from_env()?.require_destination()?;
     let aws = aws_config::from_env()
         .region(aws_config::Region::new(config.region.clone()))
         .load()
         .await;
-    let state = handler::State::new(
-        config,
-        CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(&aws)),
+    let destinations = Destinations::new(
+        &aws,
+        config.diagnosis_topic_arn.clone(),
+        config.diagnosis_queue_url.clone(),
     );
+    let state = handler::State::new(config, AwsSources::new(&aws), destinations);
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         handler::handle(&state, event)
     }))

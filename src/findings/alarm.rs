@@ -1,4 +1,4 @@
-//! The playbook's hypotheses, each decided by a pure function over collected evidence.
+//! Flapping vs sustained vs one-off, from the alarm's state history.
 
 use crate::classify::{Behaviour, Classification, human_duration};
 use crate::diagnosis::{Evidence, Finding, Verdict};

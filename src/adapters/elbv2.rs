@@ -1,0 +1,206 @@
+//! Elastic Load Balancing v2: the load balancer, its target groups, their
+//! attributes, tags and target health.
+
+use std::collections::BTreeMap;
+
+use futures_util::future::try_join_all;
+
+use super::{sdk_failure, service_error_code};
+use crate::error::Result;
+use crate::evidence::model::{LoadBalancer, Tags, TargetGroup, TargetHealth, TargetType};
+use crate::evidence::{LoadBalancerSource, source};
+use crate::next_steps::load_balancer_name;
+
+/// DescribeTags takes at most 20 resources a call.
+const MAX_TAG_ARNS: usize = 20;
+
+/// Reads ELBv2 through aws-sdk-elasticloadbalancingv2.
+#[derive(Debug, Clone)]
+pub struct Elbv2Source {
+    client: aws_sdk_elasticloadbalancingv2::Client,
+}
+
+impl Elbv2Source {
+    pub fn new(client: aws_sdk_elasticloadbalancingv2::Client) -> Self {
+        Elbv2Source { client }
+    }
+}
+
+/// `arn:...:targetgroup/<name>/<id>` -> `targetgroup/<name>/<id>`.
+fn arn_suffix(arn: &str) -> String {
+    arn.split_once(':')
+        .map_or(arn, |_| arn.rsplit(':').next().unwrap_or(arn))
+        .to_owned()
+}
+
+impl LoadBalancerSource for Elbv2Source {
+    async fn load_balancer(&self, dimension: &str) -> Result<Option<LoadBalancer>> {
+        let Some(name) = load_balancer_name(dimension) else {
+            return Ok(None);
+        };
+        let out = match self
+            .client
+            .describe_load_balancers()
+            .names(name)
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if service_error_code(&e) == Some("LoadBalancerNotFound") => return Ok(None),
+            Err(e) => {
+                return Err(sdk_failure(
+                    source::LOAD_BALANCER,
+                    "elasticloadbalancing:DescribeLoadBalancers",
+                    &e,
+                ));
+            }
+        };
+        Ok(out.load_balancers().iter().find_map(|lb| {
+            let arn = lb.load_balancer_arn()?;
+            let suffix = arn.split_once(":loadbalancer/")?.1;
+            (suffix == dimension).then(|| LoadBalancer {
+                arn: arn.to_owned(),
+                name: lb.load_balancer_name().unwrap_or(name).to_owned(),
+                dimension: suffix.to_owned(),
+                scheme: lb.scheme().map(|s| s.as_str().to_owned()),
+            })
+        }))
+    }
+
+    async fn target_groups(&self, load_balancer_arn: &str) -> Result<Vec<TargetGroup>> {
+        let mut pages = self
+            .client
+            .describe_target_groups()
+            .load_balancer_arn(load_balancer_arn)
+            .into_paginator()
+            .send();
+        let mut out = Vec::new();
+        while let Some(page) = pages.next().await {
+            let page = page.map_err(|e| {
+                sdk_failure(
+                    source::TARGET_GROUPS,
+                    "elasticloadbalancing:DescribeTargetGroups",
+                    &e,
+                )
+            })?;
+            for tg in page.target_groups() {
+                let Some(arn) = tg.target_group_arn() else {
+                    continue;
+                };
+                out.push(TargetGroup {
+                    arn: arn.to_owned(),
+                    name: tg.target_group_name().unwrap_or_default().to_owned(),
+                    dimension: arn_suffix(arn),
+                    target_type: TargetType::parse(
+                        tg.target_type().map_or("instance", |t| t.as_str()),
+                    ),
+                    port: tg.port(),
+                    protocol: tg.protocol().map(|p| p.as_str().to_owned()),
+                });
+            }
+        }
+        out.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(out)
+    }
+
+    async fn algorithm(&self, target_group_arn: &str) -> Result<Option<String>> {
+        let out = self
+            .client
+            .describe_target_group_attributes()
+            .target_group_arn(target_group_arn)
+            .send()
+            .await
+            .map_err(|e| {
+                sdk_failure(
+                    source::TARGET_GROUP_ATTRIBUTES,
+                    "elasticloadbalancing:DescribeTargetGroupAttributes",
+                    &e,
+                )
+            })?;
+        Ok(out
+            .attributes()
+            .iter()
+            .find(|a| a.key() == Some("load_balancing.algorithm.type"))
+            .and_then(|a| a.value())
+            .map(str::to_owned))
+    }
+
+    async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetHealth>> {
+        let out = self
+            .client
+            .describe_target_health()
+            .target_group_arn(target_group_arn)
+            .send()
+            .await
+            .map_err(|e| {
+                sdk_failure(
+                    source::TARGET_HEALTH,
+                    "elasticloadbalancing:DescribeTargetHealth",
+                    &e,
+                )
+            })?;
+        Ok(out
+            .target_health_descriptions()
+            .iter()
+            .filter_map(|d| {
+                let target = d.target()?;
+                let health = d.target_health();
+                Some(TargetHealth {
+                    id: target.id()?.to_owned(),
+                    port: target.port(),
+                    state: health
+                        .and_then(|h| h.state())
+                        .map_or_else(|| "unknown".to_owned(), |s| s.as_str().to_owned()),
+                    reason: health
+                        .and_then(|h| h.reason())
+                        .map(|r| r.as_str().to_owned()),
+                    description: health.and_then(|h| h.description()).map(str::to_owned),
+                })
+            })
+            .collect())
+    }
+
+    async fn tags(&self, arns: &[String]) -> Result<BTreeMap<String, Tags>> {
+        let calls = arns.chunks(MAX_TAG_ARNS).map(|chunk| {
+            self.client
+                .describe_tags()
+                .set_resource_arns(Some(chunk.to_vec()))
+                .send()
+        });
+        let answers = try_join_all(calls)
+            .await
+            .map_err(|e| sdk_failure(source::TAGS, "elasticloadbalancing:DescribeTags", &e))?;
+        Ok(answers
+            .iter()
+            .flat_map(|a| a.tag_descriptions())
+            .filter_map(|d| {
+                let tags = d
+                    .tags()
+                    .iter()
+                    .filter_map(|t| {
+                        Some((
+                            t.key()?.to_owned(),
+                            t.value().unwrap_or_default().to_owned(),
+                        ))
+                    })
+                    .collect();
+                Some((d.resource_arn()?.to_owned(), tags))
+            })
+            .collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dimension_of_a_target_group_is_its_arn_suffix() {
+        assert_eq!(
+            arn_suffix(
+                "arn:aws:elasticloadbalancing:eu-west-1:111122223333:targetgroup/k8s-shop-checkout-8a1f2c3d4e/65efe6e3f9b0f8c7"
+            ),
+            "targetgroup/k8s-shop-checkout-8a1f2c3d4e/65efe6e3f9b0f8c7"
+        );
+    }
+}

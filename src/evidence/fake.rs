@@ -1,0 +1,149 @@
+//! In-memory sources and publishers for unit tests of pure logic and of the
+//! handler's error mapping. End-to-end tests use the local world instead.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use super::model::{
+    AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
+};
+use super::{AlarmSource, LoadBalancerSource, MetricSource};
+use crate::error::{Error, Result};
+use crate::history::{AlarmHistory, StateChange};
+use crate::publish::{DiagnosisPublisher, Outgoing};
+
+/// Sources that answer from memory, optionally after a delay, optionally failing.
+#[derive(Debug, Clone, Default)]
+pub struct StaticSources {
+    pub history: Vec<StateChange>,
+    pub definition: Option<AlarmDefinition>,
+    /// Answers to metric queries, by query id.
+    pub metrics: BTreeMap<String, MetricSeries>,
+    pub load_balancer: Option<LoadBalancer>,
+    pub groups: Vec<TargetGroup>,
+    pub health: BTreeMap<String, Vec<TargetHealth>>,
+    pub tags: BTreeMap<String, Tags>,
+    /// Every call waits this long first (use with tokio's paused clock).
+    pub latency: Duration,
+    /// Source names (see `evidence::source`) whose calls fail.
+    pub failing: Vec<&'static str>,
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl StaticSources {
+    async fn enter(&self, source: &'static str) -> Result<()> {
+        self.calls.fetch_add(1, Ordering::Relaxed);
+        if !self.latency.is_zero() {
+            tokio::time::sleep(self.latency).await;
+        }
+        if self.failing.contains(&source) {
+            return Err(Error::Source {
+                source_name: source,
+                reason: format!(
+                    "access denied (AccessDenied): grant the read action for {source} to the function's role"
+                ),
+                retryable: false,
+            });
+        }
+        Ok(())
+    }
+
+    pub fn call_count(&self) -> usize {
+        self.calls.load(Ordering::Relaxed)
+    }
+}
+
+impl AlarmSource for StaticSources {
+    async fn state_history(
+        &self,
+        _: &str,
+        start: DateTime<Utc>,
+        _: DateTime<Utc>,
+    ) -> Result<AlarmHistory> {
+        self.enter(super::source::ALARM_HISTORY).await?;
+        Ok(AlarmHistory::from_unordered(self.history.clone()).complete_since(start))
+    }
+
+    async fn definition(&self, _: &str) -> Result<Option<AlarmDefinition>> {
+        self.enter(super::source::ALARM_DEFINITION).await?;
+        Ok(self.definition.clone())
+    }
+}
+
+impl MetricSource for StaticSources {
+    async fn metric_data(
+        &self,
+        queries: &[MetricQuery],
+        _: DateTime<Utc>,
+        _: DateTime<Utc>,
+    ) -> Result<Vec<MetricSeries>> {
+        let source = if queries.first().is_some_and(|q| q.id.starts_with('g')) {
+            super::source::TARGET_GROUP_METRICS
+        } else {
+            super::source::METRIC_STATISTICS
+        };
+        self.enter(source).await?;
+        Ok(queries
+            .iter()
+            .map(|q| {
+                self.metrics.get(&q.id).cloned().unwrap_or(MetricSeries {
+                    id: q.id.clone(),
+                    points: Vec::new(),
+                })
+            })
+            .collect())
+    }
+}
+
+impl LoadBalancerSource for StaticSources {
+    async fn load_balancer(&self, _: &str) -> Result<Option<LoadBalancer>> {
+        self.enter(super::source::LOAD_BALANCER).await?;
+        Ok(self.load_balancer.clone())
+    }
+
+    async fn target_groups(&self, _: &str) -> Result<Vec<TargetGroup>> {
+        self.enter(super::source::TARGET_GROUPS).await?;
+        Ok(self.groups.clone())
+    }
+
+    async fn algorithm(&self, _: &str) -> Result<Option<String>> {
+        self.enter(super::source::TARGET_GROUP_ATTRIBUTES).await?;
+        Ok(Some("round_robin".to_owned()))
+    }
+
+    async fn target_health(&self, arn: &str) -> Result<Vec<TargetHealth>> {
+        self.enter(super::source::TARGET_HEALTH).await?;
+        Ok(self.health.get(arn).cloned().unwrap_or_default())
+    }
+
+    async fn tags(&self, _: &[String]) -> Result<BTreeMap<String, Tags>> {
+        self.enter(super::source::TAGS).await?;
+        Ok(self.tags.clone())
+    }
+}
+
+/// Records what it was asked to publish; fails every publish when `fail` is set.
+#[derive(Debug, Clone, Default)]
+pub struct RecordingPublisher {
+    pub sent: Arc<Mutex<Vec<Outgoing>>>,
+    pub fail: bool,
+}
+
+impl DiagnosisPublisher for RecordingPublisher {
+    async fn publish(&self, outgoing: &Outgoing) -> Result<Vec<String>> {
+        if self.fail {
+            return Err(crate::publish::failure(
+                "sns",
+                "the topic does not exist (NotFound)".to_owned(),
+            ));
+        }
+        if let Ok(mut sent) = self.sent.lock() {
+            sent.push(outgoing.clone());
+        }
+        Ok(vec![format!("recorded:{}", outgoing.diagnosis_id)])
+    }
+}

@@ -1,0 +1,141 @@
+//! The plain data the adapters turn AWS into. No SDK types here: the core
+//! (findings, diagnosis) only ever sees these.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::alarm::{AlarmState, Dimension};
+
+/// An alarm as DescribeAlarms reports it now (it may have changed since the notification).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlarmDefinition {
+    pub name: String,
+    pub composite: bool,
+    pub state: Option<AlarmState>,
+    pub namespace: Option<String>,
+    pub metric_name: Option<String>,
+    pub dimensions: Vec<Dimension>,
+    /// `Average`, `p99`, ...
+    pub statistic: Option<String>,
+    pub period_seconds: Option<u32>,
+    pub evaluation_periods: Option<u32>,
+    pub datapoints_to_alarm: Option<u32>,
+    pub threshold: Option<f64>,
+    pub comparison: Option<String>,
+    pub actions_enabled: Option<bool>,
+}
+
+/// One GetMetricData query: a metric, a statistic and a period.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MetricQuery {
+    /// Unique within a request; letters, digits and underscores, starting lowercase.
+    pub id: String,
+    pub namespace: String,
+    pub metric_name: String,
+    pub dimensions: Vec<Dimension>,
+    pub stat: String,
+    pub period_seconds: u32,
+}
+
+/// The answer to one query, oldest point first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MetricSeries {
+    pub id: String,
+    pub points: Vec<(DateTime<Utc>, f64)>,
+}
+
+impl MetricSeries {
+    /// The value at `t`, if CloudWatch returned one.
+    pub fn at(&self, t: DateTime<Utc>) -> Option<f64> {
+        self.points
+            .binary_search_by_key(&t, |(at, _)| *at)
+            .ok()
+            .map(|i| self.points[i].1)
+    }
+
+    pub fn max(&self) -> Option<f64> {
+        self.points.iter().map(|(_, v)| *v).reduce(f64::max)
+    }
+}
+
+/// A load balancer, found from the `LoadBalancer` dimension of an alarm.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoadBalancer {
+    pub arn: String,
+    pub name: String,
+    /// `app/<name>/<id>`: the ARN suffix CloudWatch uses as the dimension value.
+    pub dimension: String,
+    pub scheme: Option<String>,
+}
+
+/// How a target group reaches its targets.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TargetType {
+    /// EC2 instances on a port (a NodePort for Kubernetes): ALB -> node -> kube-proxy -> any pod.
+    Instance,
+    /// Pod IPs directly.
+    Ip,
+    Lambda,
+    Alb,
+    Other(String),
+}
+
+impl TargetType {
+    pub fn parse(text: &str) -> Self {
+        match text {
+            "instance" => TargetType::Instance,
+            "ip" => TargetType::Ip,
+            "lambda" => TargetType::Lambda,
+            "alb" => TargetType::Alb,
+            other => TargetType::Other(other.to_owned()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            TargetType::Instance => "instance",
+            TargetType::Ip => "ip",
+            TargetType::Lambda => "lambda",
+            TargetType::Alb => "alb",
+            TargetType::Other(other) => other,
+        }
+    }
+}
+
+/// A target group of the load balancer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetGroup {
+    pub arn: String,
+    pub name: String,
+    /// `targetgroup/<name>/<id>`: the `TargetGroup` dimension value.
+    pub dimension: String,
+    pub target_type: TargetType,
+    pub port: Option<i32>,
+    pub protocol: Option<String>,
+}
+
+/// One target's health as the load balancer sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetHealth {
+    pub id: String,
+    pub port: Option<i32>,
+    /// `healthy`, `unhealthy`, `initial`, `draining`, `unused`, `unavailable`.
+    pub state: String,
+    pub reason: Option<String>,
+    pub description: Option<String>,
+}
+
+/// What ELBv2 says about one target group beyond its description.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetGroupDetails {
+    /// `load_balancing.algorithm.type`: `round_robin`, `least_outstanding_requests`, `weighted_random`.
+    pub algorithm: Option<String>,
+    /// `None` when target health could not be read.
+    pub health: Option<Vec<TargetHealth>>,
+}
+
+/// Resource tags by ARN.
+pub type Tags = BTreeMap<String, String>;

@@ -1,0 +1,485 @@
+//! The load balancer side: which target group is slow (and whether the ALB
+//! itself is), unhealthy targets, and whether switching the routing algorithm
+//! could help.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::service_map::{self, ServiceRef};
+use super::traffic::{breaches, round};
+use crate::diagnosis::{Evidence, Finding, Verdict};
+use crate::evidence::model::{MetricSeries, TargetType};
+use crate::evidence::{AlbEvidence, GroupEvidence};
+
+/// Cumulative share of the breach the culprit groups must explain.
+const CULPRIT_COVERAGE: f64 = 0.8;
+
+/// A target that is not healthy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnhealthyTarget {
+    pub id: String,
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One target group as the diagnosis reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetGroupSummary {
+    pub name: String,
+    pub arn: String,
+    pub target_type: String,
+    pub port: Option<i32>,
+    pub protocol: Option<String>,
+    /// `load_balancing.algorithm.type`.
+    pub algorithm: Option<String>,
+    pub kubernetes_service: Option<ServiceRef>,
+    /// Named as (one of) the group(s) behind the alarm.
+    pub culprit: bool,
+    /// The alarm's statistic for this group, averaged over the breaching periods.
+    pub statistic_while_breaching: Option<f64>,
+    pub p99_peak: Option<f64>,
+    pub requests_per_minute_while_breaching: Option<f64>,
+    /// This group's share of the breach (request-weighted for an Average), 0..1.
+    pub share_of_breach: Option<f64>,
+    pub http_5xx_in_window: Option<f64>,
+    pub unhealthy_hosts_peak: Option<f64>,
+    pub targets_healthy: Option<u32>,
+    pub targets_not_healthy: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unhealthy_targets: Vec<UnhealthyTarget>,
+}
+
+impl TargetGroupSummary {
+    /// `name (namespace/service)`.
+    pub fn label(&self) -> String {
+        match &self.kubernetes_service {
+            Some(service) => format!("{} ({})", self.name, service.display()),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The breakdown and the findings that rest on it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AlbAnalysis {
+    pub summaries: Vec<TargetGroupSummary>,
+    pub findings: Vec<Finding>,
+}
+
+fn mean_at(series: &MetricSeries, periods: &[DateTime<Utc>]) -> Option<f64> {
+    let values: Vec<f64> = periods.iter().filter_map(|t| series.at(*t)).collect();
+    (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
+}
+
+fn service_of(group: &GroupEvidence) -> Option<ServiceRef> {
+    group
+        .tags
+        .as_ref()
+        .and_then(service_map::from_tags)
+        .or_else(|| service_map::from_name(&group.group.name))
+}
+
+/// Analyses the groups over the breaching periods (`breach`; when empty, the
+/// last 30 minutes of data stand in).
+pub fn analyse(
+    alb: &AlbEvidence,
+    breach: &[DateTime<Utc>],
+    statistic: &str,
+    threshold: f64,
+    comparison: &str,
+    period_seconds: u32,
+) -> AlbAnalysis {
+    let per_minute = 60.0 / f64::from(period_seconds.max(1));
+    let periods: Vec<DateTime<Utc>> = if breach.is_empty() {
+        let mut recent: Vec<DateTime<Utc>> = alb
+            .groups
+            .iter()
+            .flat_map(|g| g.metric.points.iter().map(|(t, _)| *t))
+            .collect();
+        recent.sort();
+        recent.dedup();
+        let keep = (1800 / period_seconds.max(1)) as usize;
+        recent.split_off(recent.len().saturating_sub(keep.max(1)))
+    } else {
+        breach.to_vec()
+    };
+
+    // Each group's weight in the breach.
+    let weights: Vec<f64> = alb
+        .groups
+        .iter()
+        .map(|g| {
+            periods
+                .iter()
+                .filter_map(|t| {
+                    let value = g.metric.at(*t)?;
+                    Some(match statistic {
+                        "Average" => value * g.requests.at(*t).unwrap_or(0.0),
+                        "Sum" | "SampleCount" => value,
+                        _ => (value - threshold).max(0.0),
+                    })
+                })
+                .sum::<f64>()
+        })
+        .collect();
+    let total: f64 = weights.iter().sum();
+
+    let mut summaries: Vec<TargetGroupSummary> = alb
+        .groups
+        .iter()
+        .zip(&weights)
+        .map(|(g, weight)| {
+            let (healthy, not_healthy, unhealthy_targets) = match &g.health {
+                Some(health) => {
+                    let bad: Vec<UnhealthyTarget> = health
+                        .iter()
+                        .filter(|h| h.state != "healthy")
+                        .map(|h| UnhealthyTarget {
+                            id: h.id.clone(),
+                            state: h.state.clone(),
+                            reason: h.reason.clone(),
+                            description: h.description.clone(),
+                        })
+                        .collect();
+                    (
+                        Some(u32::try_from(health.len() - bad.len()).unwrap_or(u32::MAX)),
+                        Some(u32::try_from(bad.len()).unwrap_or(u32::MAX)),
+                        bad,
+                    )
+                }
+                None => (None, None, Vec::new()),
+            };
+            TargetGroupSummary {
+                name: g.group.name.clone(),
+                arn: g.group.arn.clone(),
+                target_type: g.group.target_type.as_str().to_owned(),
+                port: g.group.port,
+                protocol: g.group.protocol.clone(),
+                algorithm: g.algorithm.clone(),
+                kubernetes_service: service_of(g),
+                culprit: false,
+                statistic_while_breaching: mean_at(&g.metric, &periods).map(|v| round(v, 3)),
+                p99_peak: g.p99.max().map(|v| round(v, 3)),
+                requests_per_minute_while_breaching: mean_at(&g.requests, &periods)
+                    .map(|v| round(v * per_minute, 1)),
+                share_of_breach: (total > 0.0).then(|| round(weight / total, 3)),
+                http_5xx_in_window: (!g.errors_5xx.points.is_empty())
+                    .then(|| g.errors_5xx.points.iter().map(|(_, v)| v).sum()),
+                unhealthy_hosts_peak: g.unhealthy_hosts.max(),
+                targets_healthy: healthy,
+                targets_not_healthy: not_healthy,
+                unhealthy_targets,
+            }
+        })
+        .collect();
+
+    // Culprits: the fewest groups that explain 80 % of the breach, among groups that breach themselves.
+    let mut order: Vec<usize> = (0..summaries.len()).collect();
+    order.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]));
+    let mut covered = 0.0;
+    for i in order {
+        if total <= 0.0 || covered >= CULPRIT_COVERAGE {
+            break;
+        }
+        let own = summaries[i].statistic_while_breaching;
+        let breaching_itself = own.is_some_and(|v| breaches(v, threshold, comparison));
+        let share = weights[i] / total;
+        if breaching_itself || share >= 0.5 {
+            summaries[i].culprit = true;
+            covered += share;
+        } else {
+            break;
+        }
+    }
+
+    let findings = vec![
+        shared_problem(&summaries, threshold, comparison, breach.is_empty()),
+        unhealthy_targets(&summaries),
+    ]
+    .into_iter()
+    .chain(least_outstanding_requests(&summaries))
+    .collect();
+    AlbAnalysis {
+        summaries,
+        findings,
+    }
+}
+
+fn group_line(s: &TargetGroupSummary) -> String {
+    format!(
+        "{}: {} while breaching, {} requests/min, {} of the breach{}",
+        s.label(),
+        s.statistic_while_breaching
+            .map_or("no data".to_owned(), |v| format!("{v}")),
+        s.requests_per_minute_while_breaching
+            .map_or("?".to_owned(), |v| format!("{v:.0}")),
+        s.share_of_breach
+            .map_or("?".to_owned(), |v| format!("{:.0} %", v * 100.0)),
+        if s.culprit { " (culprit)" } else { "" }
+    )
+}
+
+fn shared_problem(
+    summaries: &[TargetGroupSummary],
+    threshold: f64,
+    comparison: &str,
+    no_breach: bool,
+) -> Finding {
+    let with_data: Vec<&TargetGroupSummary> = summaries
+        .iter()
+        .filter(|s| s.statistic_while_breaching.is_some())
+        .collect();
+    let slow: Vec<&TargetGroupSummary> = with_data
+        .iter()
+        .copied()
+        .filter(|s| {
+            s.statistic_while_breaching
+                .is_some_and(|v| breaches(v, threshold, comparison))
+        })
+        .collect();
+    let culprits: Vec<&TargetGroupSummary> = summaries.iter().filter(|s| s.culprit).collect();
+    let evidence: Vec<Evidence> = summaries
+        .iter()
+        .map(|s| Evidence::text("target group", group_line(s)))
+        .chain([
+            Evidence::number("target groups", summaries.len() as f64, ""),
+            Evidence::number(
+                "groups breaching the threshold themselves",
+                slow.len() as f64,
+                "",
+            ),
+        ])
+        .collect();
+    let names = |list: &[&TargetGroupSummary]| {
+        list.iter()
+            .map(|s| s.label())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (verdict, summary, cause) = if with_data.is_empty() {
+        (
+            Verdict::Inconclusive,
+            "No per-target-group datapoints in the window.".to_owned(),
+            None,
+        )
+    } else if summaries.len() == 1 {
+        (
+            Verdict::Inconclusive,
+            "The load balancer has a single target group: the ALB and the service cannot be told apart by a breakdown.".to_owned(),
+            culprits.first().map(|c| format!("target group {} is slow", c.label())),
+        )
+    } else if slow.len() * 2 > with_data.len() {
+        (
+            Verdict::Supported,
+            format!(
+                "{} of {} target groups breach the threshold themselves ({}): look at what they share (the ALB, the ingress, a common dependency).",
+                slow.len(),
+                with_data.len(),
+                names(&slow)
+            ),
+            Some(format!(
+                "{} of {} target groups slow at once",
+                slow.len(),
+                with_data.len()
+            )),
+        )
+    } else if !culprits.is_empty() {
+        let fastest_others = summaries
+            .iter()
+            .filter(|s| !s.culprit)
+            .filter_map(|s| s.statistic_while_breaching)
+            .reduce(f64::max);
+        (
+            Verdict::Refuted,
+            format!(
+                "{} explain{} {:.0} % of the breach while the {} other group(s) stay at or below {}{}: the shared ALB and ingress are cleared.",
+                names(&culprits),
+                if culprits.len() == 1 { "s" } else { "" },
+                culprits
+                    .iter()
+                    .filter_map(|c| c.share_of_breach)
+                    .sum::<f64>()
+                    * 100.0,
+                summaries.len() - culprits.len(),
+                fastest_others.map_or("no data".to_owned(), |v| format!("{v}")),
+                if no_breach {
+                    " (last 30 minutes; no breaching period in the window)"
+                } else {
+                    ""
+                }
+            ),
+            Some(format!(
+                "target group {} is slow while {} normal",
+                names(&culprits),
+                match summaries.len() - culprits.len() {
+                    1 => "the other group stays".to_owned(),
+                    n => format!("{n} other groups stay"),
+                }
+            )),
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            "No group stands out, and most groups stay under the threshold.".to_owned(),
+            None,
+        )
+    };
+    Finding {
+        id: "alb.shared_problem".to_owned(),
+        hypothesis:
+            "The shared load balancer or ingress is the problem (rather than one service behind it)"
+                .to_owned(),
+        verdict,
+        summary,
+        cause,
+        evidence,
+        series: Vec::new(),
+    }
+}
+
+fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
+    let considered: Vec<&TargetGroupSummary> = if summaries.iter().any(|s| s.culprit) {
+        summaries.iter().filter(|s| s.culprit).collect()
+    } else {
+        summaries.iter().collect()
+    };
+    let mut evidence = Vec::new();
+    let mut unhealthy_now = 0;
+    let mut peak_unhealthy: f64 = 0.0;
+    let mut health_known = true;
+    let mut empty_groups = Vec::new();
+    for s in &considered {
+        match (s.targets_healthy, s.targets_not_healthy) {
+            (Some(h), Some(n)) => {
+                evidence.push(Evidence::text(
+                    &format!("{} targets", s.name),
+                    format!("{h} healthy, {n} not healthy"),
+                ));
+                unhealthy_now += n;
+                if h + n == 0 {
+                    empty_groups.push(s.name.clone());
+                }
+            }
+            _ => health_known = false,
+        }
+        for t in &s.unhealthy_targets {
+            evidence.push(Evidence::text(
+                &format!("{} {}", s.name, t.id),
+                format!(
+                    "{} {} {}",
+                    t.state,
+                    t.reason.as_deref().unwrap_or(""),
+                    t.description.as_deref().unwrap_or("")
+                )
+                .trim()
+                .to_owned(),
+            ));
+        }
+        peak_unhealthy = peak_unhealthy.max(s.unhealthy_hosts_peak.unwrap_or(0.0));
+    }
+    evidence.push(Evidence::number(
+        "UnHealthyHostCount peak in the window",
+        peak_unhealthy,
+        "",
+    ));
+    let (verdict, summary, cause) = if unhealthy_now > 0 || peak_unhealthy > 0.0 {
+        (
+            Verdict::Supported,
+            format!(
+                "{unhealthy_now} target(s) not healthy now, up to {peak_unhealthy:.0} unhealthy during the window: fewer targets carry the traffic and the ALB may route to failing ones."
+            ),
+            Some(format!("{unhealthy_now} unhealthy target(s)")),
+        )
+    } else if !empty_groups.is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "No targets are registered in {}: nothing to be unhealthy, and nothing to serve.",
+                empty_groups.join(", ")
+            ),
+            None,
+        )
+    } else if health_known && !considered.is_empty() {
+        (
+            Verdict::Refuted,
+            "Every target is healthy and UnHealthyHostCount stayed at 0.".to_owned(),
+            None,
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            "Target health could not be read.".to_owned(),
+            None,
+        )
+    };
+    Finding {
+        id: "targets.unhealthy".to_owned(),
+        hypothesis: "Unhealthy targets explain the alarm".to_owned(),
+        verdict,
+        summary,
+        cause,
+        evidence,
+        series: Vec::new(),
+    }
+}
+
+fn least_outstanding_requests(summaries: &[TargetGroupSummary]) -> Option<Finding> {
+    let culprit = summaries.iter().find(|s| s.culprit)?;
+    let algorithm = culprit
+        .algorithm
+        .clone()
+        .unwrap_or_else(|| "round_robin".to_owned());
+    let evidence = vec![
+        Evidence::text("target group", culprit.name.clone()),
+        Evidence::text("target type", culprit.target_type.clone()),
+        Evidence::text("routing algorithm", algorithm.clone()),
+    ];
+    let (verdict, summary) = match (TargetType::parse(&culprit.target_type), algorithm.as_str()) {
+        (TargetType::Instance, _) => (
+            Verdict::Refuted,
+            format!(
+                "{} is in instance mode: the ALB balances across nodes' NodePort {}, and kube-proxy then sends each request to any pod, so the ALB's algorithm cannot balance per pod.",
+                culprit.name,
+                culprit.port.map_or("?".to_owned(), |p| p.to_string())
+            ),
+        ),
+        (TargetType::Ip, "least_outstanding_requests") => (
+            Verdict::Refuted,
+            format!(
+                "{} already routes by least outstanding requests.",
+                culprit.name
+            ),
+        ),
+        (TargetType::Ip, _) => (
+            Verdict::Supported,
+            format!(
+                "{} targets pods directly (ip mode) with {algorithm}: least outstanding requests would steer new requests away from a slow or busy pod (it adds no capacity).",
+                culprit.name
+            ),
+        ),
+        (other, _) => (
+            Verdict::Inconclusive,
+            format!(
+                "{} targets {}: the routing algorithm question does not apply.",
+                culprit.name,
+                other.as_str()
+            ),
+        ),
+    };
+    Some(Finding {
+        id: "alb.least_outstanding_requests".to_owned(),
+        hypothesis: "Switching the target group to least outstanding requests would help"
+            .to_owned(),
+        verdict,
+        summary,
+        cause: None,
+        evidence,
+        series: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests;

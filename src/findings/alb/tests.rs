@@ -1,0 +1,207 @@
+use chrono::Duration;
+
+use super::*;
+use crate::evidence::model::{TargetGroup, TargetHealth};
+
+fn t(minute: i64) -> DateTime<Utc> {
+    DateTime::<Utc>::UNIX_EPOCH + Duration::minutes(29_000_000 + minute)
+}
+
+fn series(values: &[f64]) -> MetricSeries {
+    MetricSeries {
+        id: "s".into(),
+        points: values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (t(i as i64), *v))
+            .collect(),
+    }
+}
+
+fn group(
+    name: &str,
+    kind: TargetType,
+    latency: &[f64],
+    requests: &[f64],
+    unhealthy: usize,
+) -> GroupEvidence {
+    let health = (0..3)
+        .map(|i| TargetHealth {
+            id: format!("{name}-{i}"),
+            port: Some(80),
+            state: if i < unhealthy {
+                "unhealthy".into()
+            } else {
+                "healthy".into()
+            },
+            reason: (i < unhealthy).then(|| "Target.Timeout".into()),
+            description: None,
+        })
+        .collect();
+    GroupEvidence {
+        group: TargetGroup {
+            arn: format!("arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/{name}/0123"),
+            name: name.into(),
+            dimension: format!("targetgroup/{name}/0123"),
+            target_type: kind,
+            port: Some(31892),
+            protocol: Some("HTTP".into()),
+        },
+        algorithm: Some("round_robin".into()),
+        health: Some(health),
+        tags: None,
+        metric: series(latency),
+        p50: series(&latency.iter().map(|v| v * 0.8).collect::<Vec<_>>()),
+        p99: series(&latency.iter().map(|v| v * 4.0).collect::<Vec<_>>()),
+        maximum: series(&latency.iter().map(|v| v * 10.0).collect::<Vec<_>>()),
+        requests: series(requests),
+        errors_5xx: series(&[0.0; 3]),
+        unhealthy_hosts: series(&[unhealthy as f64; 3]),
+    }
+}
+
+fn alb(groups: Vec<GroupEvidence>) -> AlbEvidence {
+    AlbEvidence {
+        load_balancer: None,
+        groups,
+    }
+}
+
+fn verdict(a: &AlbAnalysis, id: &str) -> Verdict {
+    a.findings
+        .iter()
+        .find(|f| f.id == id)
+        .unwrap_or_else(|| panic!("no finding {id}"))
+        .verdict
+}
+
+const BREACH: [i64; 2] = [1, 2];
+
+fn breach() -> Vec<DateTime<Utc>> {
+    BREACH.iter().map(|m| t(*m)).collect()
+}
+
+#[test]
+fn one_slow_group_among_six_clears_the_shared_alb_and_is_named() {
+    let mut groups = vec![group(
+        "k8s-shop-checkout-8a1f2c3d4e",
+        TargetType::Instance,
+        &[0.1, 2.9, 2.8],
+        &[380.0, 620.0, 610.0],
+        0,
+    )];
+    for name in ["catalog", "cart", "search", "accounts", "frontend"] {
+        groups.push(group(
+            name,
+            TargetType::Instance,
+            &[0.06, 0.07, 0.06],
+            &[200.0; 3],
+            0,
+        ));
+    }
+    let a = analyse(
+        &alb(groups),
+        &breach(),
+        "Average",
+        0.8,
+        "GreaterThanThreshold",
+        60,
+    );
+    assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Refuted);
+    let culprits: Vec<&str> = a
+        .summaries
+        .iter()
+        .filter(|s| s.culprit)
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(culprits, vec!["k8s-shop-checkout-8a1f2c3d4e"]);
+    assert_eq!(
+        a.summaries[0]
+            .kubernetes_service
+            .as_ref()
+            .unwrap()
+            .display(),
+        "shop/checkout?"
+    );
+    assert!(a.summaries[0].share_of_breach.unwrap() > 0.9);
+    assert_eq!(
+        verdict(&a, "alb.least_outstanding_requests"),
+        Verdict::Refuted
+    );
+    assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Refuted);
+}
+
+#[test]
+fn most_groups_slow_at_once_supports_a_shared_problem() {
+    let groups = ["a", "b", "c"]
+        .iter()
+        .map(|n| group(n, TargetType::Ip, &[0.2, 1.5, 1.6], &[100.0; 3], 0))
+        .collect();
+    let a = analyse(
+        &alb(groups),
+        &breach(),
+        "Average",
+        0.8,
+        "GreaterThanThreshold",
+        60,
+    );
+    assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Supported);
+}
+
+#[test]
+fn a_single_group_cannot_separate_the_alb_from_the_service() {
+    let a = analyse(
+        &alb(vec![group(
+            "only",
+            TargetType::Ip,
+            &[0.2, 1.5, 1.6],
+            &[100.0; 3],
+            1,
+        )]),
+        &breach(),
+        "Average",
+        0.8,
+        "GreaterThanThreshold",
+        60,
+    );
+    assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
+    assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Supported);
+    assert_eq!(
+        verdict(&a, "alb.least_outstanding_requests"),
+        Verdict::Supported,
+        "ip mode with round robin"
+    );
+}
+
+#[test]
+fn a_group_without_targets_is_reported_not_guessed() {
+    let mut empty = group("empty", TargetType::Ip, &[0.2, 1.5, 1.6], &[10.0; 3], 0);
+    empty.health = Some(Vec::new());
+    empty.unhealthy_hosts = series(&[0.0; 3]);
+    let a = analyse(
+        &alb(vec![empty]),
+        &breach(),
+        "Average",
+        0.8,
+        "GreaterThanThreshold",
+        60,
+    );
+    assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Inconclusive);
+}
+
+#[test]
+fn no_datapoints_at_all_decide_nothing() {
+    let mut silent = group("silent", TargetType::Instance, &[], &[], 0);
+    silent.health = None;
+    let a = analyse(
+        &alb(vec![silent.clone(), silent]),
+        &[],
+        "Average",
+        0.8,
+        "GreaterThanThreshold",
+        60,
+    );
+    assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
+    assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Inconclusive);
+    assert!(a.summaries.iter().all(|s| !s.culprit));
+}

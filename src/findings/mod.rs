@@ -1,0 +1,121 @@
+//! The playbook's hypotheses, each decided by a pure function over collected
+//! evidence, with the numbers that decided it.
+
+pub mod alarm;
+pub mod alb;
+pub mod service_map;
+pub mod traffic;
+
+use crate::classify::Classification;
+use crate::diagnosis::{AlarmFacts, Finding};
+use crate::evidence::GatheredEvidence;
+use alb::TargetGroupSummary;
+
+/// Everything the findings step contributes to a diagnosis.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Decided {
+    pub findings: Vec<Finding>,
+    pub target_groups: Vec<TargetGroupSummary>,
+    /// Facts about the evidence itself (the alarm was deleted, the load balancer is gone, ...).
+    pub notes: Vec<String>,
+}
+
+/// Decides every hypothesis the evidence allows.
+pub fn decide(
+    alarm: &AlarmFacts,
+    classification: &Classification,
+    evidence: &GatheredEvidence,
+) -> Decided {
+    let mut decided = Decided {
+        findings: vec![alarm::alarm_behaviour(
+            classification,
+            evidence.history.is_some(),
+        )],
+        ..Decided::default()
+    };
+    if let Some(None) = &evidence.definition {
+        decided.notes.push(format!(
+            "the alarm {} no longer exists (deleted after it notified); the diagnosis rests on the notification and the metrics",
+            alarm.name
+        ));
+    }
+    let threshold = alarm.threshold;
+    let comparison = alarm
+        .comparison
+        .as_deref()
+        .unwrap_or("GreaterThanThreshold");
+    let breach = match (&evidence.statistics, threshold) {
+        (Some(stats), Some(threshold)) => {
+            traffic::breaching_periods(&stats.alarm_stat, threshold, comparison)
+        }
+        _ => Vec::new(),
+    };
+    if let (Some(stats), Some(_)) = (&evidence.statistics, threshold) {
+        if stats.alarm_stat.points.is_empty() {
+            decided.notes.push(format!(
+                "CloudWatch returned no datapoints for {} in the window: the metric may have stopped reporting",
+                alarm.metric
+            ));
+        }
+        decided
+            .findings
+            .push(traffic::low_traffic_artifact(stats, &breach));
+    }
+    if let (Some(alb_evidence), Some(threshold)) = (&evidence.alb, threshold) {
+        match &alb_evidence.load_balancer {
+            None => decided.notes.push(format!(
+                "the load balancer {} no longer exists: no target-group breakdown",
+                alarm.dimension("LoadBalancer").unwrap_or("?")
+            )),
+            Some(_) if alb_evidence.groups.is_empty() => {
+                decided
+                    .notes
+                    .push("the load balancer has no target groups".to_owned());
+            }
+            Some(_) => {
+                let analysis = alb::analyse(
+                    alb_evidence,
+                    &breach,
+                    alarm.statistic.as_deref().unwrap_or("Average"),
+                    threshold,
+                    comparison,
+                    alarm.period_seconds.unwrap_or(60),
+                );
+                decided.findings.extend(analysis.findings);
+                decided.target_groups = analysis.summaries;
+            }
+        }
+    }
+    // Outliers vs broad slowness: inside the culprit group when there is one
+    // (the load balancer's median mixes fast and slow services), else on the whole metric.
+    let average_alarm =
+        alarm.statistic.as_deref() == Some("Average") && comparison.starts_with("GreaterThan");
+    if let (true, Some(threshold)) = (average_alarm, threshold) {
+        let culprit = evidence.alb.as_ref().and_then(|a| {
+            let name = &decided.target_groups.iter().find(|g| g.culprit)?.name;
+            a.groups.iter().find(|g| &g.group.name == name)
+        });
+        let scope;
+        let spread = match culprit {
+            Some(g) => {
+                scope = format!("target group {}", g.group.name);
+                Some(traffic::Spread {
+                    scope: &scope,
+                    average: &g.metric,
+                    p50: &g.p50,
+                    p99: &g.p99,
+                    maximum: &g.maximum,
+                    period_seconds: alarm.period_seconds.unwrap_or(60),
+                })
+            }
+            None => evidence.statistics.as_ref().map(traffic::spread_of),
+        };
+        if let Some(spread) = spread {
+            let position = decided.findings.len().min(2);
+            decided
+                .findings
+                .insert(position, traffic::outliers(spread, &breach, threshold));
+        }
+    }
+    decided
+}
