@@ -297,7 +297,7 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
 
 # --- commands ---------------------------------------------------------------------------
 
-def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool) -> int:
+def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_env: list[str]) -> int:
     started = time.time()
     if (state / "pids").exists():
         processes = Processes(state)
@@ -340,7 +340,7 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool) -> int:
             env["PROMETHEUS_SERVICE"] = world.spec["prometheus"]["service"]
 
         if with_lambda:
-            env.update(start_lambda(state, processes, env, facts))
+            env.update(start_lambda(state, processes, env, facts, lambda_env))
 
         facts["world"] = world.name
         facts["now"] = world.now.isoformat()
@@ -434,7 +434,8 @@ def write_kubeconfig(state: Path, url: str, cluster: str) -> Path:
     return path
 
 
-def start_lambda(state: Path, processes: Processes, env: dict[str, str], facts: dict[str, Any]) -> dict[str, str]:
+def start_lambda(state: Path, processes: Processes, env: dict[str, str], facts: dict[str, Any],
+                 overrides: list[str]) -> dict[str, str]:
     """cargo-lambda's runtime emulator, the diagnose binary polling it, and the
     SNS HTTP subscription that forwards alarm notifications to it as Lambda SNS events."""
     cargo_lambda = shutil.which("cargo-lambda", path=str(Path(PYTHON).parent) + os.pathsep + os.environ.get("PATH", ""))
@@ -466,6 +467,12 @@ def start_lambda(state: Path, processes: Processes, env: dict[str, str], facts: 
         "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{runtime_port}/.rt",
         "RUST_LOG": env.get("RUST_LOG", "info"),
     }
+    for item in overrides:
+        key, _, value = item.partition("=")
+        if value:
+            function_env[key] = value
+        else:
+            function_env.pop(key, None)
     processes.start("diagnose", [str(binary)], env=function_env)
     bridge_port = free_port()
     bridge = processes.start(
@@ -527,13 +534,15 @@ def main() -> int:
     p_up.add_argument("--state", type=Path, default=ROOT / ".world")
     p_up.add_argument("--lambda", dest="with_lambda", action="store_true", help="also run the diagnose Lambda under cargo-lambda's emulator")
     p_up.add_argument("--json", action="store_true")
+    p_up.add_argument("--lambda-env", action="append", default=[], metavar="KEY=VALUE",
+                      help="set (KEY=VALUE) or remove (KEY=) a variable of the diagnose function's environment")
     for name in ("deliver", "down"):
         p = sub.add_parser(name)
         p.add_argument("--state", type=Path, default=ROOT / ".world")
     args = parser.parse_args()
     try:
         if args.command == "up":
-            return up(args.world, args.state, args.with_lambda, args.json)
+            return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env)
         if args.command == "deliver":
             return deliver(args.state)
         return down(args.state)

@@ -43,8 +43,8 @@ pub struct LocalWorld {
 pub struct Options {
     /// Also run the diagnose Lambda (this binary) under cargo-lambda's runtime emulator.
     pub lambda_binary: Option<PathBuf>,
-    /// Extra environment for the stack (and the Lambda).
-    pub env: Vec<(String, String)>,
+    /// Variables of the Lambda's environment to set (`KEY=VALUE`) or remove (`KEY=`).
+    pub lambda_env: Vec<String>,
 }
 
 impl LocalWorld {
@@ -69,8 +69,8 @@ impl LocalWorld {
         if let Some(binary) = &options.lambda_binary {
             command.arg("--lambda").env("DIAGNOSE_BINARY", binary);
         }
-        for (k, v) in &options.env {
-            command.env(k, v);
+        for item in &options.lambda_env {
+            command.arg("--lambda-env").arg(item);
         }
         let output = command.output().expect("stack.py runs");
         assert!(
@@ -143,6 +143,50 @@ impl LocalWorld {
         PathBuf::from(String::from_utf8_lossy(&output.stdout).trim())
     }
 
+    /// Adds fault or latency rules in front of moto (see infra/local/moto_world/faults.py).
+    pub fn inject(&self, rules: Value) {
+        let body = serde_json::json!({ "rules": rules }).to_string();
+        let answer = http(self.endpoint(), "POST", "/_alarm_triage/faults", &body);
+        assert!(
+            answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200"),
+            "{answer}"
+        );
+    }
+
+    /// AWS calls moto received, by `service:operation`, since the last reset.
+    pub fn calls(&self, reset: bool) -> HashMap<String, u64> {
+        let answer = http(
+            self.endpoint(),
+            if reset { "DELETE" } else { "GET" },
+            "/_alarm_triage/calls",
+            "",
+        );
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or("{}");
+        let parsed: Value = serde_json::from_str(body).unwrap();
+        parsed["calls"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+            .collect()
+    }
+
+    /// The world's expected diagnosis (`expected.yaml`), as JSON.
+    pub fn expected(&self) -> Value {
+        let path = repo_root()
+            .join("tests/worlds")
+            .join(&self.name)
+            .join("expected.yaml");
+        let output = Command::new(python())
+            .arg("-c")
+            .arg("import sys, json, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))")
+            .arg(&path)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|_| panic!("{} is not valid YAML", path.display()))
+    }
+
     /// The last lines of one of the stack's logs, for failure messages.
     pub fn log(&self, name: &str) -> String {
         let text =
@@ -167,4 +211,20 @@ fn unique() -> u64 {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// A minimal HTTP/1.1 request to a loopback endpoint; returns the raw answer.
+pub fn http(base: &str, method: &str, path: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let authority = base.trim_start_matches("http://").trim_end_matches('/');
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
 }

@@ -60,9 +60,17 @@ pub async fn handle<S: EvidenceSources, P: DiagnosisPublisher>(
     let mut reports = Vec::new();
     for (index, outcome) in outcomes.iter().enumerate() {
         match outcome {
-            Outcome::Rejected(e) | Outcome::Failed { error: e, .. } if !e.is_rejection() => {
-                return Err(failure(e));
+            Outcome::Failed {
+                diagnosis_id,
+                error,
+                ..
+            } => {
+                let mut diagnostic = failure(error);
+                diagnostic.error_message =
+                    format!("diagnosis {diagnosis_id}: {}", diagnostic.error_message);
+                return Err(diagnostic);
             }
+            Outcome::Rejected(e) if !e.is_rejection() => return Err(failure(e)),
             Outcome::Report { diagnosis, .. } => reports.push(
                 serde_json::to_value(diagnosis.as_ref())
                     .map_err(|e| failure(&alarm_triage::Error::Serialise(e)))?,

@@ -1,7 +1,9 @@
 //! End to end: the diagnose binary runs under cargo-lambda's runtime emulator;
-//! the world's alarm changes state in moto, CloudWatch's notification goes out
+//! each world's alarm changes state in moto, CloudWatch's notification goes out
 //! through SNS to an HTTP subscription that invokes the function with a Lambda
-//! SNS event, and the function reads the alarm's history from moto.
+//! SNS event; the function reads CloudWatch and ELBv2 in moto and publishes its
+//! diagnosis to the diagnosis topic, and the test reads it back from the SQS
+//! queue subscribed to that topic.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly by design
 
@@ -11,10 +13,21 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::{LocalWorld, Options};
 
-fn invocations(world: &LocalWorld, wait: Duration) -> Vec<Value> {
+fn world_with_lambda(name: &str) -> LocalWorld {
+    LocalWorld::up_with(
+        name,
+        Options {
+            lambda_binary: Some(PathBuf::from(env!("CARGO_BIN_EXE_diagnose"))),
+            // Publish to the topic only: the queue receives it through its subscription.
+            lambda_env: vec!["DIAGNOSIS_QUEUE_URL=".to_owned()],
+        },
+    )
+}
+
+fn invocations(world: &LocalWorld, at_least: usize, wait: Duration) -> Vec<Value> {
     let log = world.state.join("invocations.jsonl");
     let deadline = Instant::now() + wait;
     loop {
@@ -23,49 +36,216 @@ fn invocations(world: &LocalWorld, wait: Duration) -> Vec<Value> {
             .lines()
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
-        if !records.is_empty() || Instant::now() > deadline {
+        if records.len() >= at_least || Instant::now() > deadline {
             return records;
         }
         std::thread::sleep(Duration::from_millis(200));
     }
 }
 
-#[test]
-fn an_alarm_delivered_through_sns_is_diagnosed_by_the_lambda_binary() {
-    let world = LocalWorld::up_with(
-        "alb-flapping-worker-ceiling",
-        Options {
-            lambda_binary: Some(PathBuf::from(env!("CARGO_BIN_EXE_diagnose"))),
-            ..Options::default()
-        },
+/// The diagnoses on the queue subscribed to the diagnosis topic.
+async fn published_diagnoses(world: &LocalWorld, wait: Duration) -> Vec<(Value, Value)> {
+    let sqs = aws_sdk_sqs::Client::new(&world.sdk_config().await);
+    let deadline = Instant::now() + wait;
+    let mut out = Vec::new();
+    while out.is_empty() && Instant::now() < deadline {
+        let answer = sqs
+            .receive_message()
+            .queue_url(world.var("DIAGNOSIS_QUEUE_URL"))
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        for message in answer.messages() {
+            let envelope: Value = serde_json::from_str(message.body().unwrap()).unwrap();
+            let diagnosis: Value =
+                serde_json::from_str(envelope["Message"].as_str().unwrap()).unwrap();
+            out.push((envelope, diagnosis));
+        }
+    }
+    out
+}
+
+fn verdict_of<'a>(diagnosis: &'a Value, id: &str) -> Option<&'a str> {
+    diagnosis["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .and_then(|f| f["verdict"].as_str())
+}
+
+/// Compares a published diagnosis with the world's expected.yaml. A listed
+/// finding must either carry the expected verdict, or be undecidable because
+/// its evidence source is reported as a gap (the Kubernetes findings until the
+/// cluster can be read).
+fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
+    let expected = world.expected();
+    let context = || serde_json::to_string_pretty(&diagnosis["findings"]).unwrap();
+    assert_eq!(
+        diagnosis["classification"]["behaviour"], expected["classification"],
+        "{}",
+        world.name
     );
+    let culprit = diagnosis["target_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["culprit"] == true)
+        .expect("a culprit");
+    assert_eq!(
+        culprit["name"], expected["culprit_target_group"],
+        "{}",
+        world.name
+    );
+    let service = culprit["kubernetes_service"].clone();
+    assert_eq!(
+        format!(
+            "{}/{}",
+            service["namespace"].as_str().unwrap(),
+            service["name"].as_str().unwrap()
+        ),
+        expected["culprit_service"].as_str().unwrap()
+    );
+    let gaps: Vec<String> = diagnosis["evidence_gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["source"].as_str().unwrap().to_owned())
+        .collect();
+    for (id, want) in expected["findings"].as_object().unwrap() {
+        match verdict_of(diagnosis, id) {
+            Some(got) => assert_eq!(
+                got,
+                want.as_str().unwrap(),
+                "{}: finding {id}\n{}",
+                world.name,
+                context()
+            ),
+            None => {
+                let kubernetes =
+                    id.starts_with("pods.") || id.starts_with("hpa.") || id.starts_with("deploy.");
+                assert!(
+                    kubernetes
+                        && gaps
+                            .iter()
+                            .any(|g| g.starts_with("kubernetes") || g.starts_with("prometheus")),
+                    "{}: finding {id} is neither decided nor explained by a gap ({gaps:?})",
+                    world.name
+                );
+            }
+        }
+    }
+}
+
+async fn diagnose_world(name: &str) -> (LocalWorld, Value) {
+    let world = world_with_lambda(name);
     world.deliver();
-    let records = invocations(&world, Duration::from_secs(60));
+    let records = invocations(&world, 1, Duration::from_secs(60));
     assert_eq!(
         records.len(),
         1,
         "one invocation; diagnose log:\n{}",
         world.log("diagnose")
     );
-    let record = &records[0];
-    assert_eq!(record["status"], 200, "{record}");
-    assert!(record["function_error"].is_null(), "{record}");
-    let response: Value = serde_json::from_str(record["body"].as_str().unwrap()).unwrap();
-    assert_eq!(response["records"][0]["outcome"], "diagnosed", "{response}");
-    let diagnosis = &response["diagnoses"][0];
-    assert_eq!(
-        diagnosis["classification"]["behaviour"], "flapping",
-        "{}",
-        diagnosis["evidence_gaps"]
-    );
-    assert_eq!(diagnosis["alarm"]["account"], "111122223333");
+    assert_eq!(records[0]["status"], 200, "{}", records[0]);
     assert!(
-        !diagnosis["evidence_gaps"]
+        records[0]["function_error"].is_null(),
+        "{}\n{}",
+        records[0],
+        world.log("diagnose")
+    );
+    let published = published_diagnoses(&world, Duration::from_secs(20)).await;
+    assert_eq!(published.len(), 1, "one diagnosis on the queue");
+    let (envelope, diagnosis) = published.into_iter().next().unwrap();
+    assert_eq!(
+        envelope["MessageAttributes"]["classification"]["Value"],
+        diagnosis["classification"]["behaviour"]
+    );
+    assert!(envelope["Subject"].as_str().unwrap().len() <= 100);
+    (world, diagnosis)
+}
+
+#[tokio::test]
+async fn world_1_flapping_worker_ceiling_is_diagnosed_as_written() {
+    let (world, diagnosis) = diagnose_world("alb-flapping-worker-ceiling").await;
+    assert_matches_expected(&world, &diagnosis);
+    assert!(
+        diagnosis["headline"]
+            .as_str()
+            .unwrap()
+            .contains("k8s-shop-checkout-8a1f2c3d4e")
+    );
+}
+
+#[tokio::test]
+async fn world_2_low_traffic_artifact_is_diagnosed_as_written() {
+    let (world, diagnosis) = diagnose_world("alb-low-traffic-artifact").await;
+    assert_matches_expected(&world, &diagnosis);
+}
+
+#[tokio::test]
+async fn world_3_sustained_hot_pod_is_diagnosed_as_written() {
+    let (world, diagnosis) = diagnose_world("alb-sustained-hot-pod").await;
+    assert_matches_expected(&world, &diagnosis);
+    let api = &diagnosis["target_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["culprit"] == true)
+        .unwrap();
+    assert_eq!(api["unhealthy_targets"][0]["reason"], "Target.Timeout");
+}
+
+#[tokio::test]
+async fn world_4_private_endpoint_still_publishes_with_the_kubernetes_gap() {
+    let (world, diagnosis) = diagnose_world("eks-private-endpoint").await;
+    assert_matches_expected(&world, &diagnosis);
+    assert!(
+        diagnosis["evidence_gaps"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|g| g["source"] == "cloudwatch:DescribeAlarmHistory"),
-        "the history was read from moto: {}",
-        diagnosis["evidence_gaps"]
+            .any(|g| g["source"].as_str().unwrap().starts_with("kubernetes"))
+    );
+}
+
+#[tokio::test]
+async fn a_failed_publish_fails_the_invocation_and_the_retry_publishes_the_same_id() {
+    let world = world_with_lambda("alb-low-traffic-artifact");
+    world.inject(json!([{ "service": "sns", "operation": "Publish", "status": 500, "code": "InternalError", "times": 4 }]));
+    let event = std::fs::read_to_string(world.deliver()).unwrap();
+    let records = invocations(&world, 1, Duration::from_secs(60));
+    assert_eq!(records[0]["function_error"], "Unhandled", "{}", records[0]);
+    assert!(
+        records[0]["body"].as_str().unwrap().contains("publish"),
+        "{}",
+        records[0]
+    );
+
+    // Lambda retries the same event; this time SNS accepts it.
+    let invoke = format!(
+        "{}/2015-03-31/functions/_/invocations",
+        world.var("LAMBDA_INVOKE_URL")
+    );
+    let answer = support::http(
+        world.var("LAMBDA_INVOKE_URL"),
+        "POST",
+        invoke.trim_start_matches(world.var("LAMBDA_INVOKE_URL")),
+        &event,
+    );
+    assert!(answer.contains("\"outcome\":\"diagnosed\""), "{answer}");
+    let published = published_diagnoses(&world, Duration::from_secs(20)).await;
+    assert_eq!(published.len(), 1);
+    let failed = records[0]["body"].as_str().unwrap();
+    let retried_id = published[0].1["id"].as_str().unwrap();
+    assert!(
+        failed.contains(&format!("diagnosis {retried_id}")),
+        "the failed attempt had the same id: {failed}"
+    );
+    assert!(
+        answer.contains(retried_id),
+        "the retry's response names {retried_id}"
     );
 }

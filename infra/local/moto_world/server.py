@@ -16,12 +16,14 @@ from werkzeug.serving import run_simple
 from . import cloudwatch_ext, elbv2_ext
 from .admin import AdminRoutes
 from .cbor_bridge import CborBridge
+from .faults import Faults
 
 
 def build_app():
     cloudwatch_ext.install()
     elbv2_ext.install()
-    return AdminRoutes(CborBridge(DomainDispatcherApplication(create_backend_app)))
+    # Faults sit outermost so injected latency and errors apply to every protocol.
+    return Faults(AdminRoutes(CborBridge(DomainDispatcherApplication(create_backend_app))))
 
 
 def main() -> None:
