@@ -21,13 +21,23 @@ async fn diagnose_with(world: &LocalWorld, event: &[u8], budget: Budget) -> Diag
     let config = world.sdk_config().await;
     let triage = Triage {
         collection: Collection::Live(AwsSources::new(&config)),
-        publisher: Destinations::new(&config, Some(world.var("DIAGNOSIS_TOPIC_ARN").to_owned()), None),
+        publisher: Destinations::new(
+            &config,
+            Some(world.var("DIAGNOSIS_TOPIC_ARN").to_owned()),
+            None,
+        ),
         budget,
         classifier: ClassifierConfig::default(),
     };
-    let outcomes = triage.handle_bytes(event, Now::At(chrono::Utc::now())).await.unwrap();
+    let outcomes = triage
+        .handle_bytes(event, Now::At(chrono::Utc::now()))
+        .await
+        .unwrap();
     match outcomes.into_iter().next().unwrap() {
-        Outcome::Report { diagnosis, published } => {
+        Outcome::Report {
+            diagnosis,
+            published,
+        } => {
             assert_eq!(published.len(), 1, "published to the topic");
             *diagnosis
         }
@@ -36,7 +46,15 @@ async fn diagnose_with(world: &LocalWorld, event: &[u8], budget: Budget) -> Diag
 }
 
 async fn diagnose(world: &LocalWorld, event: &[u8]) -> Diagnosis {
-    diagnose_with(world, event, Budget { per_source: Duration::from_secs(8), ..Budget::default() }).await
+    diagnose_with(
+        world,
+        event,
+        Budget {
+            per_source: Duration::from_secs(8),
+            ..Budget::default()
+        },
+    )
+    .await
 }
 
 fn captured(world: &LocalWorld) -> Vec<u8> {
@@ -46,14 +64,18 @@ fn captured(world: &LocalWorld) -> Vec<u8> {
 /// The captured event with the alarm message edited.
 fn edited(event: &[u8], edit: impl FnOnce(&mut Value)) -> Vec<u8> {
     let mut event: Value = serde_json::from_slice(event).unwrap();
-    let mut message: Value = serde_json::from_str(event["Records"][0]["Sns"]["Message"].as_str().unwrap()).unwrap();
+    let mut message: Value =
+        serde_json::from_str(event["Records"][0]["Sns"]["Message"].as_str().unwrap()).unwrap();
     edit(&mut message);
     event["Records"][0]["Sns"]["Message"] = Value::String(message.to_string());
     serde_json::to_vec(&event).unwrap()
 }
 
 fn gap<'a>(d: &'a Diagnosis, source: &str) -> Option<&'a str> {
-    d.evidence_gaps.iter().find(|g| g.source == source).map(|g| g.reason.as_str())
+    d.evidence_gaps
+        .iter()
+        .find(|g| g.source == source)
+        .map(|g| g.reason.as_str())
 }
 
 fn verdict(d: &Diagnosis, id: &str) -> Option<Verdict> {
@@ -66,17 +88,33 @@ async fn a_live_diagnosis_validates_against_the_schema_and_reads_nothing_twice()
     let event = captured(&world);
     world.calls(true);
     let d = diagnose(&world, &event).await;
-    let schema: Value = serde_json::from_str(include_str!("../schema/diagnosis-v1.schema.json")).unwrap();
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/diagnosis-v1.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let value = serde_json::to_value(&d).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&value).map(|e| format!("{e} at {}", e.instance_path)).collect();
+    let errors: Vec<String> = validator
+        .iter_errors(&value)
+        .map(|e| format!("{e} at {}", e.instance_path))
+        .collect();
     assert!(errors.is_empty(), "{errors:#?}");
     let calls = world.calls(false);
     // One call per question: nothing is read twice.
-    assert_eq!(calls.get("monitoring:DescribeAlarmHistory"), Some(&1), "{calls:?}");
+    assert_eq!(
+        calls.get("monitoring:DescribeAlarmHistory"),
+        Some(&1),
+        "{calls:?}"
+    );
     assert_eq!(calls.get("monitoring:GetMetricData"), Some(&2), "{calls:?}");
-    assert_eq!(calls.get("elasticloadbalancing:DescribeTargetGroups"), Some(&1), "{calls:?}");
-    assert_eq!(calls.get("elasticloadbalancing:DescribeTargetHealth"), Some(&6), "{calls:?}");
+    assert_eq!(
+        calls.get("elasticloadbalancing:DescribeTargetGroups"),
+        Some(&1),
+        "{calls:?}"
+    );
+    assert_eq!(
+        calls.get("elasticloadbalancing:DescribeTargetHealth"),
+        Some(&6),
+        "{calls:?}"
+    );
     assert_eq!(calls.get("sns:Publish"), Some(&1), "{calls:?}");
 }
 
@@ -99,10 +137,22 @@ async fn deleted_alarm_deleted_load_balancer_and_empty_target_group_are_reported
         .iter()
         .filter_map(|d| d.target().cloned())
         .collect();
-    elb.deregister_targets().target_group_arn(web["arn"].as_str().unwrap()).set_targets(Some(targets)).send().await.unwrap();
+    elb.deregister_targets()
+        .target_group_arn(web["arn"].as_str().unwrap())
+        .set_targets(Some(targets))
+        .send()
+        .await
+        .unwrap();
     let d = diagnose(&world, &event).await;
-    let empty = d.target_groups.iter().find(|g| g.name == web["name"].as_str().unwrap()).unwrap();
-    assert_eq!((empty.targets_healthy, empty.targets_not_healthy), (Some(0), Some(0)));
+    let empty = d
+        .target_groups
+        .iter()
+        .find(|g| g.name == web["name"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(
+        (empty.targets_healthy, empty.targets_not_healthy),
+        (Some(0), Some(0))
+    );
 
     // The alarm is deleted.
     aws_sdk_cloudwatch::Client::new(&config)
@@ -112,12 +162,26 @@ async fn deleted_alarm_deleted_load_balancer_and_empty_target_group_are_reported
         .await
         .unwrap();
     let d = diagnose(&world, &event).await;
-    assert!(d.notes.iter().any(|n| n.contains("no longer exists")), "{:?}", d.notes);
+    assert!(
+        d.notes.iter().any(|n| n.contains("no longer exists")),
+        "{:?}",
+        d.notes
+    );
 
     // The load balancer is deleted.
-    elb.delete_load_balancer().load_balancer_arn(world.facts["load_balancer_arn"].as_str().unwrap()).send().await.unwrap();
+    elb.delete_load_balancer()
+        .load_balancer_arn(world.facts["load_balancer_arn"].as_str().unwrap())
+        .send()
+        .await
+        .unwrap();
     let d = diagnose(&world, &event).await;
-    assert!(d.notes.iter().any(|n| n.contains("load balancer") && n.contains("no longer exists")), "{:?}", d.notes);
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("load balancer") && n.contains("no longer exists")),
+        "{:?}",
+        d.notes
+    );
     assert!(d.target_groups.is_empty());
 }
 
@@ -128,24 +192,49 @@ async fn zero_datapoints_no_load_balancer_dimension_and_composite_alarms_say_so(
 
     // A load balancer with no metrics at all.
     let silent = edited(&event, |m| {
-        m["Trigger"]["Dimensions"][0]["value"] = json!("app/k8s-silent-0000000000/0000000000000000");
+        m["Trigger"]["Dimensions"][0]["value"] =
+            json!("app/k8s-silent-0000000000/0000000000000000");
     });
     let d = diagnose(&world, &silent).await;
-    assert!(d.notes.iter().any(|n| n.contains("no datapoints")), "{:?}", d.notes);
-    assert_eq!(verdict(&d, "traffic.low_traffic_artifact"), Some(Verdict::Inconclusive));
+    assert!(
+        d.notes.iter().any(|n| n.contains("no datapoints")),
+        "{:?}",
+        d.notes
+    );
+    assert_eq!(
+        verdict(&d, "traffic.low_traffic_artifact"),
+        Some(Verdict::Inconclusive)
+    );
 
     // A metric without the LoadBalancer dimension.
     let no_lb = edited(&event, |m| {
         m["Trigger"]["Dimensions"] = json!([{ "name": "TargetGroup", "value": "targetgroup/x/1" }]);
     });
     let d = diagnose(&world, &no_lb).await;
-    assert!(d.notes.iter().any(|n| n.contains("no LoadBalancer dimension")), "{:?}", d.notes);
+    assert!(
+        d.notes
+            .iter()
+            .any(|n| n.contains("no LoadBalancer dimension")),
+        "{:?}",
+        d.notes
+    );
 
     // A composite alarm (not in this world's CloudWatch).
-    let composite = std::fs::read(support::repo_root().join("events/sns-composite-alarm-checkout-degraded.json")).unwrap();
+    let composite = std::fs::read(
+        support::repo_root().join("events/sns-composite-alarm-checkout-degraded.json"),
+    )
+    .unwrap();
     let d = diagnose(&world, &composite).await;
-    assert!(d.notes.iter().any(|n| n.contains("composite")), "{:?}", d.notes);
-    assert!(d.notes.iter().any(|n| n.contains("no longer exists")), "{:?}", d.notes);
+    assert!(
+        d.notes.iter().any(|n| n.contains("composite")),
+        "{:?}",
+        d.notes
+    );
+    assert!(
+        d.notes.iter().any(|n| n.contains("no longer exists")),
+        "{:?}",
+        d.notes
+    );
 }
 
 #[tokio::test]
@@ -157,14 +246,27 @@ async fn throttling_access_denied_and_a_slow_elbv2_become_gaps_within_the_deadli
         { "service": "monitoring", "operation": "DescribeAlarmHistory", "status": 403, "code": "AccessDenied", "message": "not authorized" },
         { "service": "elasticloadbalancing", "operation": "DescribeTargetGroups", "delay_ms": 4000 }
     ]));
-    let budget = Budget { overall: Duration::from_millis(2500), per_source: Duration::from_secs(10), ..Budget::default() };
+    let budget = Budget {
+        overall: Duration::from_millis(2500),
+        per_source: Duration::from_secs(10),
+        ..Budget::default()
+    };
     let d = diagnose_with(&world, &event, budget).await;
     let throttled = gap(&d, source::METRIC_STATISTICS).expect("a metrics gap");
-    assert!(throttled.contains("throttled") || throttled.contains("no answer"), "{throttled}");
+    assert!(
+        throttled.contains("throttled") || throttled.contains("no answer"),
+        "{throttled}"
+    );
     let denied = gap(&d, source::ALARM_HISTORY).expect("a history gap");
-    assert!(denied.contains("cloudwatch:DescribeAlarmHistory"), "{denied}");
+    assert!(
+        denied.contains("cloudwatch:DescribeAlarmHistory"),
+        "{denied}"
+    );
     let slow = gap(&d, source::TARGET_GROUPS).expect("a target group gap");
-    assert!(slow.contains("no answer within"), "the deadline cut the slow call: {slow}");
+    assert!(
+        slow.contains("no answer within"),
+        "the deadline cut the slow call: {slow}"
+    );
 }
 
 #[test]

@@ -67,7 +67,7 @@ impl LoadBalancerSource for Elbv2Source {
         }))
     }
 
-    async fn target_groups(&self, load_balancer_arn: &str) -> Result<Vec<TargetGroup>> {
+    async fn target_groups(&self, load_balancer_arn: &str) -> Result<Option<Vec<TargetGroup>>> {
         let mut pages = self
             .client
             .describe_target_groups()
@@ -76,13 +76,19 @@ impl LoadBalancerSource for Elbv2Source {
             .send();
         let mut out = Vec::new();
         while let Some(page) = pages.next().await {
-            let page = page.map_err(|e| {
-                sdk_failure(
-                    source::TARGET_GROUPS,
-                    "elasticloadbalancing:DescribeTargetGroups",
-                    &e,
-                )
-            })?;
+            let page = match page {
+                Ok(page) => page,
+                Err(e) if service_error_code(&e) == Some("LoadBalancerNotFound") => {
+                    return Ok(None);
+                }
+                Err(e) => {
+                    return Err(sdk_failure(
+                        source::TARGET_GROUPS,
+                        "elasticloadbalancing:DescribeTargetGroups",
+                        &e,
+                    ));
+                }
+            };
             for tg in page.target_groups() {
                 let Some(arn) = tg.target_group_arn() else {
                     continue;
@@ -100,7 +106,7 @@ impl LoadBalancerSource for Elbv2Source {
             }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(out)
+        Ok(Some(out))
     }
 
     async fn algorithm(&self, target_group_arn: &str) -> Result<Option<String>> {

@@ -199,7 +199,7 @@ mod delegation {
             self.elbv2.load_balancer(dimension).await
         }
 
-        async fn target_groups(&self, arn: &str) -> Result<Vec<TargetGroup>> {
+        async fn target_groups(&self, arn: &str) -> Result<Option<Vec<TargetGroup>>> {
             self.elbv2.target_groups(arn).await
         }
 

@@ -32,7 +32,12 @@ enum Command {
     /// Runs the diagnose pipeline on a captured SNS event and prints the report.
     Replay {
         /// A Lambda SNS event, an SNS HTTP notification, or a bare alarm message (JSON).
-        event_file: PathBuf,
+        /// With --world and no file, the world's own alarm is delivered and replayed.
+        #[arg(required_unless_present = "world")]
+        event_file: Option<PathBuf>,
+        /// Start the local world in DIR first (tests/worlds/<name>) and read from it; stopped afterwards.
+        #[arg(long, value_name = "DIR", conflicts_with = "offline")]
+        world: Option<PathBuf>,
         /// Read nothing from AWS: every evidence source is reported as not collected.
         #[arg(long)]
         offline: bool,
@@ -90,7 +95,14 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         now,
         out_dir,
         no_publish,
+        world,
     } = cli.command;
+    let local = world.as_deref().map(LocalWorld::start).transpose()?;
+    let event_file = match (event_file, &local) {
+        (Some(file), _) => file,
+        (None, Some(local)) => local.deliver()?,
+        (None, None) => anyhow::bail!("an EVENT_FILE is needed without --world"),
+    };
     let bytes = std::fs::read(&event_file)
         .with_context(|| format!("cannot read {}", event_file.display()))?;
     let now = now.map_or(Now::TransitionTime, Now::At);
@@ -107,11 +119,40 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         };
         triage.handle_bytes(&bytes, now).await
     } else {
-        let config = Config::from_env()?;
-        let aws = aws_config::from_env()
-            .region(aws_config::Region::new(config.region.clone()))
-            .load()
-            .await;
+        let (config, aws) = match &local {
+            Some(local) => {
+                let config = Config::from_lookup(|k| {
+                    local.env.get(k).cloned().or_else(|| std::env::var(k).ok())
+                })?;
+                let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                    .endpoint_url(
+                        local
+                            .env
+                            .get("AWS_ENDPOINT_URL")
+                            .cloned()
+                            .unwrap_or_default(),
+                    )
+                    .region(aws_config::Region::new(config.region.clone()))
+                    .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
+                        "testing",
+                        "testing",
+                        None,
+                        None,
+                        "local-world",
+                    ))
+                    .load()
+                    .await;
+                (config, aws)
+            }
+            None => {
+                let config = Config::from_env()?;
+                let aws = aws_config::from_env()
+                    .region(aws_config::Region::new(config.region.clone()))
+                    .load()
+                    .await;
+                (config, aws)
+            }
+        };
         let sources = AwsSources::new(&aws);
         let destinations = if no_publish {
             Destinations::default()
@@ -177,6 +218,75 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(code)
+}
+
+/// A local world started for this replay, stopped when dropped.
+struct LocalWorld {
+    root: PathBuf,
+    state: PathBuf,
+    env: std::collections::HashMap<String, String>,
+}
+
+impl LocalWorld {
+    fn start(dir: &std::path::Path) -> anyhow::Result<Self> {
+        let root = std::env::current_dir()?
+            .ancestors()
+            .find(|p| p.join("infra/local/stack.py").exists())
+            .map(std::path::Path::to_path_buf)
+            .context(
+                "--world needs to run inside the alarm-triage repository (infra/local/stack.py)",
+            )?;
+        let state = root.join(".world/replay");
+        let output = std::process::Command::new(root.join(".venv/bin/python"))
+            .arg(root.join("infra/local/stack.py"))
+            .args(["up", "--json", "--state"])
+            .arg(&state)
+            .arg(dir)
+            .output()
+            .context("cannot run infra/local/stack.py (run scripts/setup.sh first)")?;
+        if !output.status.success() {
+            anyhow::bail!(
+                "the local world did not start: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        let started: serde_json::Value = serde_json::from_slice(&output.stdout)?;
+        let env = started["env"]
+            .as_object()
+            .context("stack.py printed no environment")?
+            .iter()
+            .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+            .collect();
+        eprintln!("alarm-triage: local world {} is up", dir.display());
+        Ok(LocalWorld { root, state, env })
+    }
+
+    fn deliver(&self) -> anyhow::Result<PathBuf> {
+        let output = std::process::Command::new(self.root.join(".venv/bin/python"))
+            .arg(self.root.join("infra/local/stack.py"))
+            .args(["deliver", "--state"])
+            .arg(&self.state)
+            .output()?;
+        if !output.status.success() {
+            anyhow::bail!(
+                "the world's alarm was not delivered: {}",
+                String::from_utf8_lossy(&output.stderr).trim()
+            );
+        }
+        Ok(PathBuf::from(
+            String::from_utf8_lossy(&output.stdout).trim(),
+        ))
+    }
+}
+
+impl Drop for LocalWorld {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new(self.root.join(".venv/bin/python"))
+            .arg(self.root.join("infra/local/stack.py"))
+            .args(["down", "--state"])
+            .arg(&self.state)
+            .output();
+    }
 }
 
 async fn live<P: DiagnosisPublisher>(

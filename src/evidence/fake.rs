@@ -105,9 +105,9 @@ impl LoadBalancerSource for StaticSources {
         Ok(self.load_balancer.clone())
     }
 
-    async fn target_groups(&self, _: &str) -> Result<Vec<TargetGroup>> {
+    async fn target_groups(&self, _: &str) -> Result<Option<Vec<TargetGroup>>> {
         self.enter(super::source::TARGET_GROUPS).await?;
-        Ok(self.groups.clone())
+        Ok(self.load_balancer.as_ref().map(|_| self.groups.clone()))
     }
 
     async fn algorithm(&self, _: &str) -> Result<Option<String>> {

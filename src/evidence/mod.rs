@@ -79,10 +79,11 @@ pub trait LoadBalancerSource: Send + Sync {
         dimension: &str,
     ) -> impl Future<Output = Result<Option<LoadBalancer>>> + Send;
 
+    /// The target groups of a load balancer; `None` when the load balancer does not exist.
     fn target_groups(
         &self,
         load_balancer_arn: &str,
-    ) -> impl Future<Output = Result<Vec<TargetGroup>>> + Send;
+    ) -> impl Future<Output = Result<Option<Vec<TargetGroup>>>> + Send;
 
     /// `load_balancing.algorithm.type`.
     fn algorithm(
@@ -199,6 +200,9 @@ pub struct Plan {
     pub metric: Option<PlannedMetric>,
     /// The `LoadBalancer` dimension, for ALB alarms without a `TargetGroup` dimension.
     pub load_balancer_dimension: Option<String>,
+    /// The load balancer's ARN, built from the dimension and the alarm's
+    /// partition, region and account: saves a DescribeLoadBalancers round trip.
+    pub load_balancer_arn: Option<String>,
     /// Why a specialised part of the playbook does not apply.
     pub notes: Vec<String>,
 }
@@ -248,9 +252,18 @@ pub fn plan(alarm: &AlarmNotification) -> Plan {
             )),
         }
     }
+    let load_balancer_arn = load_balancer_dimension.as_ref().and_then(|dimension| {
+        let arn = alarm.alarm_arn.as_deref()?;
+        let mut parts = arn.split(':');
+        let (partition, region, account) = (parts.nth(1)?, parts.nth(1)?, parts.next()?);
+        Some(format!(
+            "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/{dimension}"
+        ))
+    });
     Plan {
         metric,
         load_balancer_dimension,
+        load_balancer_arn,
         notes,
     }
 }
@@ -327,7 +340,6 @@ fn offline_sources(plan: &Plan) -> Vec<&'static str> {
     }
     if plan.load_balancer_dimension.is_some() {
         out.extend([
-            source::LOAD_BALANCER,
             source::TARGET_GROUPS,
             source::TARGET_GROUP_METRICS,
             source::TARGET_HEALTH,
@@ -392,21 +404,40 @@ pub async fn gather<S: EvidenceSources>(
     let alb = async {
         let dimension = plan.load_balancer_dimension.as_deref()?;
         let metric = plan.metric.as_ref()?;
-        let load_balancer = ledger
-            .run(source::LOAD_BALANCER, sources.load_balancer(dimension))
-            .await?;
-        let Some(load_balancer) = load_balancer else {
+        // The ARN is known from the alarm: ask for the target groups at once.
+        // Without an alarm ARN, find the load balancer first.
+        let arn = match &plan.load_balancer_arn {
+            Some(arn) => arn.clone(),
+            None => match ledger
+                .run(source::LOAD_BALANCER, sources.load_balancer(dimension))
+                .await?
+            {
+                Some(lb) => lb.arn,
+                None => {
+                    return Some(AlbEvidence {
+                        load_balancer: None,
+                        groups: Vec::new(),
+                    });
+                }
+            },
+        };
+        let Some(groups) = ledger
+            .run(source::TARGET_GROUPS, sources.target_groups(&arn))
+            .await?
+        else {
             return Some(AlbEvidence {
                 load_balancer: None,
                 groups: Vec::new(),
             });
         };
-        let groups = ledger
-            .run(
-                source::TARGET_GROUPS,
-                sources.target_groups(&load_balancer.arn),
-            )
-            .await?;
+        let load_balancer = LoadBalancer {
+            name: crate::next_steps::load_balancer_name(dimension)
+                .unwrap_or(dimension)
+                .to_owned(),
+            arn,
+            dimension: dimension.to_owned(),
+            scheme: None,
+        };
         let queries = group_queries(metric, &load_balancer.dimension, &groups);
         let arns: Vec<String> = groups.iter().map(|g| g.arn.clone()).collect();
         let (series, tags, algorithms, health) = tokio::join!(

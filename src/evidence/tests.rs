@@ -58,15 +58,15 @@ async fn independent_calls_never_wait_for_each_other() {
     )
     .await;
     let elapsed = started.elapsed();
-    // Dependent steps: load balancer -> target groups -> (metrics, tags, attributes, health).
+    // Dependent steps: target groups (the ARN comes from the alarm) -> (metrics, tags, attributes, health).
     assert_eq!(
         elapsed,
-        Duration::from_millis(300),
-        "three dependent steps of 100 ms"
+        Duration::from_millis(200),
+        "two dependent steps of 100 ms"
     );
     assert!(got.alb.as_ref().unwrap().groups.len() == 6);
-    // history, definition, statistics, LB, TGs, TG metrics, tags, 6 attributes, 6 health.
-    assert_eq!(sources.call_count(), 19);
+    // history, definition, statistics, TGs, TG metrics, tags, 6 attributes, 6 health.
+    assert_eq!(sources.call_count(), 18);
 }
 
 #[tokio::test(start_paused = true)]
@@ -82,15 +82,20 @@ async fn a_source_that_misses_the_deadline_becomes_a_gap_and_the_rest_still_arri
     };
     let got = gather(&Collection::Live(sources), &alarm(), budget, now()).await;
     assert!(got.history.is_some(), "first-level calls answer at 5 s");
+    let groups = &got
+        .alb
+        .as_ref()
+        .expect("target groups answer at 5 s")
+        .groups;
     assert!(
-        got.alb.is_none(),
-        "target groups would answer at 10 s, after the deadline"
+        groups.iter().all(|g| g.health.is_none()),
+        "health would answer at 10 s, after the deadline"
     );
     let gap = got
         .gaps
         .iter()
-        .find(|g| g.source == source::TARGET_GROUPS)
-        .expect("a gap for target groups");
+        .find(|g| g.source == source::TARGET_HEALTH)
+        .expect("a gap for target health");
     assert!(gap.reason.contains("no answer within"), "{}", gap.reason);
 }
 
@@ -155,6 +160,14 @@ async fn offline_reports_every_planned_source_as_not_collected() {
         got.gaps
             .iter()
             .all(|g| g.reason == "not collected (offline)")
+    );
+}
+
+#[test]
+fn the_load_balancer_arn_is_built_from_the_alarm_arn() {
+    assert_eq!(
+        plan(&alarm()).load_balancer_arn.as_deref(),
+        Some("arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/app/x/1")
     );
 }
 
