@@ -178,6 +178,74 @@ pub fn failure(destination: &'static str, reason: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::evidence::GatheredEvidence;
+    use crate::series::Series;
+
+    fn diagnosis() -> Diagnosis {
+        let alarm: crate::alarm::AlarmNotification = serde_json::from_str(
+            r#"{"AlarmName":"k8s-shop-latency","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
+                "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:k8s-shop-latency",
+                "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE","Period":60,
+                  "EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
+                  "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
+        )
+        .unwrap();
+        crate::triage::assemble(
+            &alarm,
+            crate::diagnosis::ReportKind::Diagnosis,
+            &GatheredEvidence::default(),
+            &crate::classify::ClassifierConfig::default(),
+            alarm.state_change_time.0,
+        )
+    }
+
+    #[test]
+    fn a_small_diagnosis_goes_out_whole_with_its_filter_attributes() {
+        let d = diagnosis();
+        let out = prepare(&d).unwrap();
+        assert!(!out.shortened);
+        assert!(
+            out.attributes
+                .contains(&("namespace".to_owned(), "AWS/ApplicationELB".to_owned()))
+        );
+        let message: serde_json::Value = serde_json::from_str(&out.sns_message()).unwrap();
+        assert_eq!(message["default"].as_str(), Some(out.json.as_str()));
+        assert!(message["email"].as_str().unwrap().starts_with("Transient"));
+    }
+
+    #[test]
+    fn an_oversized_diagnosis_is_shortened_but_keeps_its_verdict() {
+        let mut d = diagnosis();
+        let huge = Series {
+            label: "per-pod CPU".into(),
+            unit: "cores".into(),
+            start: d.generated_at,
+            step_seconds: 15,
+            values: vec![Some(0.123_456); 20_000],
+        };
+        for f in &mut d.findings {
+            f.series = vec![huge.clone(); 5];
+        }
+        let out = prepare(&d).unwrap();
+        assert!(out.shortened);
+        assert!(out.sns_message().len() <= MESSAGE_LIMIT_BYTES);
+        let sent: Diagnosis = serde_json::from_str(&out.json).unwrap();
+        assert_eq!(sent.headline, d.headline);
+        assert_eq!(sent.classification.behaviour, d.classification.behaviour);
+        assert_eq!(sent.findings.len(), d.findings.len());
+        assert!(sent.notes.iter().any(|n| n.contains("shortened")));
+    }
+
+    #[test]
+    fn subjects_are_ascii_single_line_and_short() {
+        let mut d = diagnosis();
+        d.alarm.name = format!("caf\u{e9}\nlatency {}", "x".repeat(200));
+        let subject = subject(&d);
+        assert!(
+            subject.is_ascii() && !subject.contains('\n') && subject.len() <= 100,
+            "{subject}"
+        );
+    }
 
     #[test]
     fn group_ids_keep_only_printable_ascii() {

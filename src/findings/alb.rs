@@ -295,7 +295,7 @@ fn shared_problem(
         (
             Verdict::Refuted,
             format!(
-                "{} explain{} {:.0} % of the breach while the {} other group(s) stay at or below {}{}: the shared ALB and ingress are cleared.",
+                "{} explain{} {:.0} % of the breach while {} at or below {}{}: the shared ALB and ingress are cleared.",
                 names(&culprits),
                 if culprits.len() == 1 { "s" } else { "" },
                 culprits
@@ -303,7 +303,10 @@ fn shared_problem(
                     .filter_map(|c| c.share_of_breach)
                     .sum::<f64>()
                     * 100.0,
-                summaries.len() - culprits.len(),
+                match summaries.len() - culprits.len() {
+                    1 => "the other group stays".to_owned(),
+                    n => format!("the {n} other groups stay"),
+                },
                 fastest_others.map_or("no data".to_owned(), |v| format!("{v}")),
                 if no_breach {
                     " (last 30 minutes; no breaching period in the window)"
@@ -389,9 +392,13 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
         (
             Verdict::Supported,
             format!(
-                "{unhealthy_now} target(s) not healthy now, up to {peak_unhealthy:.0} unhealthy during the window: fewer targets carry the traffic and the ALB may route to failing ones."
+                "{} not healthy now, up to {peak_unhealthy:.0} unhealthy during the window: fewer targets carry the traffic and the ALB may route to failing ones.",
+                crate::classify::plural(unhealthy_now, "target")
             ),
-            Some(format!("{unhealthy_now} unhealthy target(s)")),
+            Some(format!(
+                "{} unhealthy",
+                crate::classify::plural(unhealthy_now, "target")
+            )),
         )
     } else if !empty_groups.is_empty() {
         (

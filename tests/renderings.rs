@@ -1,0 +1,74 @@
+//! Renderings of full diagnoses captured from the local worlds (fixtures in
+//! `tests/fixtures/`): snapshots, schema, Slack's limits, 80 columns.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly by design
+
+use alarm_triage::diagnosis::Diagnosis;
+use alarm_triage::render;
+use serde_json::Value;
+
+const FIXTURES: &[&str] = &["alb-flapping-worker-ceiling", "alb-sustained-hot-pod"];
+
+fn fixture(name: &str) -> Diagnosis {
+    let path = format!(
+        "{}/tests/fixtures/diagnosis-{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn captured_diagnoses_parse_serialise_and_reparse_unchanged() {
+    for name in FIXTURES {
+        let d = fixture(name);
+        let again: Diagnosis = serde_json::from_str(&d.to_json().unwrap()).unwrap();
+        assert_eq!(d, again, "{name}");
+    }
+}
+
+#[test]
+fn captured_diagnoses_validate_against_the_schema() {
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/diagnosis-v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    for name in FIXTURES {
+        let value = serde_json::to_value(fixture(name)).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{name}: {errors:#?}");
+    }
+}
+
+#[test]
+fn full_diagnoses_render_as_snapshotted() {
+    for name in FIXTURES {
+        let d = fixture(name);
+        insta::assert_snapshot!(format!("{name}.text"), render::text::render(&d));
+        insta::assert_json_snapshot!(format!("{name}.slack"), render::slack::render(&d));
+        insta::assert_json_snapshot!(format!("{name}.chat"), render::chat::render(&d));
+    }
+}
+
+#[test]
+fn full_diagnoses_respect_slack_limits_and_eighty_columns() {
+    for name in FIXTURES {
+        let d = fixture(name);
+        let slack = render::slack::render(&d);
+        let blocks = slack["blocks"].as_array().unwrap();
+        assert!(blocks.len() <= 50, "{name}: {} blocks", blocks.len());
+        for block in blocks {
+            if let Some(text) = block["text"]["text"].as_str() {
+                assert!(text.chars().count() <= 3000, "{name}");
+            }
+        }
+        for line in render::text::render(&d).lines() {
+            let whole = line.trim_start().starts_with('$')
+                || line.trim_start().starts_with("promql>")
+                || line.contains("https://")
+                || line.split_whitespace().any(|w| w.chars().count() > 60);
+            assert!(whole || line.chars().count() <= 80, "{name}: {line:?}");
+        }
+    }
+}
