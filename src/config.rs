@@ -18,6 +18,22 @@ pub struct Config {
     /// Where diagnoses go: an SNS topic and/or an SQS queue.
     pub diagnosis_topic_arn: Option<String>,
     pub diagnosis_queue_url: Option<String>,
+    pub cluster: ClusterSettings,
+}
+
+/// How to reach the cluster and its Prometheus.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterSettings {
+    /// `EKS_CLUSTER_NAME`; without it, the target group's `elbv2.k8s.aws/cluster` tag names the cluster.
+    pub cluster_name: Option<String>,
+    /// `KUBECONFIG` (a single path): for local runs instead of the EKS endpoint and token.
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// `PROMETHEUS_URL`: Prometheus reached directly.
+    pub prometheus_url: Option<String>,
+    /// `PROMETHEUS_SERVICE=namespace/name:port`: an in-cluster Prometheus through the API server's service proxy.
+    pub prometheus_service: Option<String>,
+    /// `KUBE_TIMEOUT_MS`: connect and read timeout of every Kubernetes and Prometheus call.
+    pub timeout: Duration,
 }
 
 impl Config {
@@ -98,6 +114,29 @@ impl Config {
             publish_margin: Duration::from_millis(margin_ms),
             diagnosis_topic_arn: non_empty(&lookup, "DIAGNOSIS_TOPIC_ARN"),
             diagnosis_queue_url: non_empty(&lookup, "DIAGNOSIS_QUEUE_URL"),
+            cluster: ClusterSettings {
+                cluster_name: non_empty(&lookup, "EKS_CLUSTER_NAME"),
+                kubeconfig: non_empty(&lookup, "KUBECONFIG").map(std::path::PathBuf::from),
+                prometheus_url: non_empty(&lookup, "PROMETHEUS_URL"),
+                prometheus_service: match non_empty(&lookup, "PROMETHEUS_SERVICE") {
+                    Some(s) if !s.contains('/') || !s.contains(':') => {
+                        return Err(Error::Config {
+                            variable: "PROMETHEUS_SERVICE",
+                            problem: format!(
+                                "is {s:?}; expected namespace/name:port (e.g. monitoring/prometheus-server:9090)"
+                            ),
+                        });
+                    }
+                    other => other,
+                },
+                timeout: Duration::from_millis(parse(
+                    &lookup,
+                    "KUBE_TIMEOUT_MS",
+                    3_000u64,
+                    100,
+                    30_000,
+                )?),
+            },
         })
     }
 

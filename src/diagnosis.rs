@@ -296,6 +296,9 @@ pub struct Diagnosis {
     /// The load balancer's target groups, when the alarm watches a load balancer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub target_groups: Vec<crate::findings::alb::TargetGroupSummary>,
+    /// The Kubernetes workload behind the culprit target group, when the cluster could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workload: Option<crate::findings::workload::WorkloadSummary>,
     /// Remarks about the report itself (for example that it was shortened to fit a message).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

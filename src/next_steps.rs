@@ -168,6 +168,160 @@ pub fn propose(
         });
     }
 
+    if let Some(w) = &decided.workload {
+        let ns = shell_quote(&w.namespace);
+        let deployment = w.deployment.clone().unwrap_or_else(|| w.service.clone());
+        let deploy = shell_quote(&deployment);
+        let finding = |id: &str| decided.findings.iter().find(|f| f.id == id);
+        let cpu_query = format!(
+            "max_over_time(sum by (pod) (rate(container_cpu_usage_seconds_total{{namespace=\"{}\", pod=~\"{}-.*\", container!=\"\"}}[2m]))[3h:1m])",
+            w.namespace, deployment
+        );
+        let limit = w.pods.iter().find_map(|p| p.cpu_limit);
+        let request = w.pods.iter().find_map(|p| p.cpu_request);
+        let plateau = w
+            .pods
+            .iter()
+            .filter_map(|p| p.cpu_while_breaching)
+            .fold(0.0_f64, f64::max);
+        if verdict("pods.worker_ceiling") == Some(Verdict::Supported) {
+            let workers = plateau.round().max(1.0);
+            steps.push(NextStep {
+                proposal: format!(
+                    "Run more workers per pod in {deployment} (e.g. {} instead of {workers:.0}) and raise the CPU limit to match",
+                    workers * 2.0
+                ),
+                rationale: format!(
+                    "Each pod tops out at {plateau:.2} cores{}: one CPU-bound worker serves one heavy request at a time and the rest queue. More workers per pod raise the fleet's concurrency without more pods.",
+                    limit.map(|l| format!(" of its {l}-core limit")).unwrap_or_default()
+                ),
+                trade_offs: Some(format!(
+                    "{} workers need about {:.1} cores at peak: set the limit (e.g. {:.0}m) and the request accordingly, and expect more memory per pod; more pods (HPA) is the other lever.",
+                    workers * 2.0,
+                    workers * 2.0 * plateau.max(0.5),
+                    (workers * 2.0 * 1000.0).max(limit.unwrap_or(0.0) * 1000.0)
+                )),
+                commands: vec![
+                    kubectl(format!("kubectl -n {ns} get deployment {deploy} -o jsonpath='{{.spec.template.spec.containers[*].args}}'")),
+                    promql(cpu_query.clone()),
+                ],
+            });
+        }
+        if verdict("hpa.cannot_react") == Some(Verdict::Supported) {
+            let hpa = w.hpa.clone().unwrap_or_else(|| deployment.clone());
+            let rationale = finding("hpa.cannot_react")
+                .map(|f| f.summary.clone())
+                .unwrap_or_default();
+            let suggested = request
+                .filter(|r| *r > 0.0 && plateau > 0.0)
+                .map(|r| ((plateau / r * 100.0) * 0.75 / 5.0).floor() * 5.0);
+            steps.push(NextStep {
+                proposal: match (&w.hpa, suggested) {
+                    (Some(_), Some(target)) => format!(
+                        "Lower the HPA's CPU target to about {target:.0} % so that what a pod can reach ({:.0} % of its request) triggers scaling",
+                        plateau / request.unwrap_or(1.0) * 100.0
+                    ),
+                    (Some(_), None) => "Make the HPA able to see the load (CPU requests set, a target the pods can reach)".to_owned(),
+                    (None, _) => format!("Consider an HPA for {deployment}"),
+                },
+                rationale,
+                trade_offs: Some("A lower target keeps more pods running at rest (cost); raise maxReplicas with it so scaling has room; autoscaling/v2 can also scale on request rate per target.".to_owned()),
+                commands: vec![
+                    kubectl(format!("kubectl -n {ns} describe hpa {}", shell_quote(&hpa))),
+                    kubectl(format!("kubectl -n {ns} get hpa {} -o yaml", shell_quote(&hpa))),
+                ],
+            });
+        }
+        if verdict("pods.imbalance") == Some(Verdict::Supported) {
+            let hot = w
+                .pods
+                .iter()
+                .max_by(|a, b| {
+                    a.cpu_while_breaching
+                        .unwrap_or(0.0)
+                        .total_cmp(&b.cpu_while_breaching.unwrap_or(0.0))
+                })
+                .map(|p| p.name.clone())
+                .unwrap_or_default();
+            steps.push(NextStep {
+                proposal: format!("Find out why {hot} is hot while the other pods idle"),
+                rationale: finding("pods.imbalance").map(|f| f.summary.clone()).unwrap_or_default(),
+                trade_offs: Some("Restarting the pod may clear it but destroys the evidence: look first (logs, stuck work, a hot key or long-lived connections).".to_owned()),
+                commands: vec![
+                    kubectl(format!("kubectl -n {ns} describe pod {}", shell_quote(&hot))),
+                    kubectl(format!("kubectl -n {ns} logs {} --since=1h --tail=200", shell_quote(&hot))),
+                    promql(cpu_query.clone()),
+                ],
+            });
+        }
+        if verdict("pods.throttling") == Some(Verdict::Supported) {
+            steps.push(NextStep {
+                proposal: format!("Give {deployment} more CPU headroom (raise or remove the CPU limit)"),
+                rationale: finding("pods.throttling").map(|f| f.summary.clone()).unwrap_or_default(),
+                trade_offs: Some("A higher limit lets a busy pod take node CPU from its neighbours; keep requests honest so the scheduler places pods well.".to_owned()),
+                commands: vec![promql(format!(
+                    "sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{{namespace=\"{}\"}}[5m])) / sum by (pod) (rate(container_cpu_cfs_periods_total{{namespace=\"{}\"}}[5m]))",
+                    w.namespace, w.namespace
+                ))],
+            });
+        }
+        if verdict("pods.readiness_probe_missing") == Some(Verdict::Supported) {
+            steps.push(NextStep {
+                proposal: format!("Add a readiness probe to {deployment} on a cheap endpoint, with generous timeouts"),
+                rationale: "Without one, a pod gets traffic the moment it starts, before it is ready.".to_owned(),
+                trade_offs: Some("On a CPU-bound app a strict probe fails under load and removes pods exactly when they are needed: probe something that does not queue behind the heavy work, with a timeout of several seconds and failureThreshold above 1.".to_owned()),
+                commands: vec![kubectl(format!(
+                    "kubectl -n {ns} get deployment {deploy} -o jsonpath='{{.spec.template.spec.containers[*].readinessProbe}}'"
+                ))],
+            });
+        }
+        if verdict("deploy.recent_change") == Some(Verdict::Supported) {
+            steps.push(NextStep {
+                proposal: format!("Compare the latest rollout of {deployment} with the previous revision"),
+                rationale: finding("deploy.recent_change").map(|f| f.summary.clone()).unwrap_or_default(),
+                trade_offs: Some("Rolling back is a decision for people: confirm the change correlates before undoing it.".to_owned()),
+                commands: vec![kubectl(format!("kubectl -n {ns} rollout history deployment {deploy}"))],
+            });
+        }
+        if verdict("capacity.pending_pods") == Some(Verdict::Supported) {
+            steps.push(NextStep {
+                proposal:
+                    "Find out why pods are pending (node capacity, node group or Karpenter limits)"
+                        .to_owned(),
+                rationale: finding("capacity.pending_pods")
+                    .map(|f| f.summary.clone())
+                    .unwrap_or_default(),
+                trade_offs: None,
+                commands: vec![
+                    kubectl(format!(
+                        "kubectl -n {ns} get pods --field-selector=status.phase=Pending -o wide"
+                    )),
+                    kubectl("kubectl describe nodes | grep -A5 'Allocated resources'".to_owned()),
+                ],
+            });
+        }
+        let nodes: std::collections::BTreeSet<&str> =
+            w.pods.iter().filter_map(|p| p.node.as_deref()).collect();
+        if w.pods.len() >= 3
+            && nodes.len() < w.pods.len()
+            && verdict("pods.worker_ceiling") == Some(Verdict::Supported)
+        {
+            steps.push(NextStep {
+                proposal: format!("Spread {deployment}'s pods across nodes (soft topology spread)"),
+                rationale: format!(
+                    "{} pods share {} nodes: CPU-bound pods on one node compete for it.",
+                    w.pods.len(),
+                    nodes.len()
+                ),
+                trade_offs: Some(
+                    "Use whenUnsatisfiable: ScheduleAnyway so a full node never blocks scheduling."
+                        .to_owned(),
+                ),
+                commands: vec![kubectl(format!("kubectl -n {ns} get pods -o wide"))],
+            });
+        }
+    }
+
     if verdict("traffic.low_traffic_artifact") == Some(Verdict::Supported) {
         steps.push(NextStep {
             proposal: "Treat this breach as a low-traffic artifact; make the alarm require real traffic".to_owned(),

@@ -85,6 +85,7 @@ pub fn assemble(
         links,
         timings: evidence.timings.clone(),
         target_groups: decided.target_groups,
+        workload: decided.workload,
         notes,
     }
 }

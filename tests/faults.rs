@@ -19,8 +19,10 @@ use support::LocalWorld;
 
 async fn diagnose_with(world: &LocalWorld, event: &[u8], budget: Budget) -> Diagnosis {
     let config = world.sdk_config().await;
+    let settings =
+        alarm_triage::config::Config::from_lookup(|k| world.env.get(k).cloned()).unwrap();
     let triage = Triage {
-        collection: Collection::Live(AwsSources::new(&config)),
+        collection: Collection::Live(AwsSources::new(&config, &settings.cluster)),
         publisher: Destinations::new(
             &config,
             Some(world.var("DIAGNOSIS_TOPIC_ARN").to_owned()),
@@ -285,4 +287,77 @@ fn the_same_transition_replayed_keeps_its_diagnosis_id() {
         })
         .collect();
     assert_eq!(ids[0], ids[1]);
+}
+
+fn kubernetes_gap(d: &Diagnosis) -> &str {
+    gap(d, source::KUBERNETES).unwrap_or_else(|| panic!("no Kubernetes gap: {:?}", d.evidence_gaps))
+}
+
+#[tokio::test]
+async fn no_access_entry_and_a_missing_rbac_rule_say_what_to_fix() {
+    let unauthorized = LocalWorld::variant("alb-low-traffic-artifact", |w| {
+        w.replace(
+            "prometheus:\n",
+            "kubernetes:\n  auth: unauthorized\n\nprometheus:\n",
+        )
+    });
+    let world = LocalWorld::up(unauthorized.to_str().unwrap());
+    let d = diagnose(&world, &captured(&world)).await;
+    let reason = kubernetes_gap(&d);
+    assert!(
+        reason.contains("401") && reason.contains("access entry"),
+        "{reason}"
+    );
+    drop(world);
+
+    let forbidden = LocalWorld::variant("alb-low-traffic-artifact", |w| {
+        w.replace(
+            "prometheus:\n",
+            "kubernetes:\n  forbid: [/pods]\n\nprometheus:\n",
+        )
+    });
+    let world = LocalWorld::up(forbidden.to_str().unwrap());
+    let d = diagnose(&world, &captured(&world)).await;
+    let reason = kubernetes_gap(&d);
+    assert!(
+        reason.contains("403") && reason.contains("infra/k8s/clusterrole.yaml"),
+        "{reason}"
+    );
+}
+
+#[tokio::test]
+async fn prometheus_is_read_directly_when_given_its_url() {
+    let world = LocalWorld::up("alb-flapping-worker-ceiling");
+    let event = captured(&world);
+    let config = world.sdk_config().await;
+    let mut settings =
+        alarm_triage::config::Config::from_lookup(|k| world.env.get(k).cloned()).unwrap();
+    settings.cluster.prometheus_url = Some(world.var("PROMETHEUS_LOCAL_URL").to_owned());
+    let triage = Triage {
+        collection: Collection::Live(AwsSources::new(&config, &settings.cluster)),
+        publisher: alarm_triage::publish::NoPublisher,
+        budget: Budget::default(),
+        classifier: ClassifierConfig::default(),
+    };
+    let outcomes = triage
+        .handle_bytes(&event, Now::At(chrono::Utc::now()))
+        .await
+        .unwrap();
+    let Outcome::Report { diagnosis, .. } = outcomes.into_iter().next().unwrap() else {
+        panic!("a report")
+    };
+    let workload = diagnosis.workload.clone().expect("the workload was read");
+    assert!(
+        workload
+            .series_origin
+            .as_deref()
+            .unwrap()
+            .starts_with("Prometheus at http://127.0.0.1"),
+        "{:?}",
+        workload.series_origin
+    );
+    assert_eq!(
+        verdict(&diagnosis, "pods.worker_ceiling"),
+        Some(Verdict::Supported)
+    );
 }

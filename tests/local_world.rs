@@ -411,7 +411,7 @@ fn stopping_the_world_frees_its_ports() {
     let world = LocalWorld::up("alb-low-traffic-artifact");
     let ports = [
         port_of(world.endpoint()),
-        port_of(world.var("PROMETHEUS_URL")),
+        port_of(world.var("PROMETHEUS_LOCAL_URL")),
         port_of(world.var("KUBE_API_URL")),
     ];
     for port in ports {

@@ -324,7 +324,7 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
 
         prometheus_url = start_prometheus(world, state, processes)
         if prometheus_url:
-            env["PROMETHEUS_URL"] = prometheus_url
+            env["PROMETHEUS_LOCAL_URL"] = prometheus_url  # for people; the bot reads it through the API server (PROMETHEUS_SERVICE)
 
         facts = seed(world, endpoint)
 

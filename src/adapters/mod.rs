@@ -2,7 +2,9 @@
 //! One per technology, each built once per cold start.
 
 pub mod cloudwatch;
+pub mod eks;
 pub mod elbv2;
+pub mod kubernetes;
 pub mod sns;
 pub mod sqs;
 
@@ -92,13 +94,37 @@ pub(crate) fn to_smithy(t: chrono::DateTime<chrono::Utc>) -> aws_smithy_types::D
 pub struct AwsSources {
     pub cloudwatch: cloudwatch::CloudWatchSource,
     pub elbv2: elbv2::Elbv2Source,
+    pub kubernetes: kubernetes::KubeSource,
 }
 
 impl AwsSources {
-    pub fn new(config: &aws_config::SdkConfig) -> Self {
+    pub fn new(config: &aws_config::SdkConfig, cluster: &crate::config::ClusterSettings) -> Self {
+        let prometheus = cluster
+            .prometheus_url
+            .clone()
+            .map(kubernetes::PrometheusAccess::Direct)
+            .or_else(|| {
+                cluster
+                    .prometheus_service
+                    .as_deref()
+                    .and_then(kubernetes::PrometheusAccess::service)
+            });
         AwsSources {
             cloudwatch: cloudwatch::CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(config)),
             elbv2: elbv2::Elbv2Source::new(aws_sdk_elasticloadbalancingv2::Client::new(config)),
+            kubernetes: kubernetes::KubeSource {
+                access: kubernetes::ClusterAccess {
+                    kubeconfig: cluster.kubeconfig.clone(),
+                    cluster_name: cluster.cluster_name.clone(),
+                    eks: aws_sdk_eks::Client::new(config),
+                    credentials: config.credentials_provider(),
+                    region: config
+                        .region()
+                        .map_or_else(|| "us-east-1".to_owned(), |r| r.to_string()),
+                    timeout: cluster.timeout,
+                },
+                prometheus,
+            },
         }
     }
 }
@@ -165,7 +191,8 @@ mod delegation {
     use crate::evidence::model::{
         AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
     };
-    use crate::evidence::{AlarmSource, LoadBalancerSource, MetricSource};
+    use crate::evidence::workload::{PodSeries, Workload, WorkloadTarget};
+    use crate::evidence::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
     use crate::history::AlarmHistory;
 
     impl AlarmSource for AwsSources {
@@ -213,6 +240,25 @@ mod delegation {
 
         async fn tags(&self, arns: &[String]) -> Result<BTreeMap<String, Tags>> {
             self.elbv2.tags(arns).await
+        }
+    }
+
+    impl KubernetesSource for AwsSources {
+        async fn workload(&self, target: &WorkloadTarget) -> Result<Workload> {
+            self.kubernetes.workload(target).await
+        }
+
+        async fn pod_series(
+            &self,
+            namespace: &str,
+            pods: &[String],
+            start: DateTime<Utc>,
+            end: DateTime<Utc>,
+            step_seconds: u32,
+        ) -> Result<PodSeries> {
+            self.kubernetes
+                .pod_series(namespace, pods, start, end, step_seconds)
+                .await
         }
     }
 }

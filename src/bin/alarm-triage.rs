@@ -153,7 +153,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 (config, aws)
             }
         };
-        let sources = AwsSources::new(&aws);
+        let sources = AwsSources::new(&aws, &config.cluster);
         let destinations = if no_publish {
             Destinations::default()
         } else {

@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 use super::model::{
     AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
 };
-use super::{AlarmSource, LoadBalancerSource, MetricSource};
+use super::workload::{PodSeries, Workload, WorkloadTarget};
+use super::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
 use crate::error::{Error, Result};
 use crate::history::{AlarmHistory, StateChange};
 use crate::publish::{DiagnosisPublisher, Outgoing};
@@ -27,6 +28,8 @@ pub struct StaticSources {
     pub groups: Vec<TargetGroup>,
     pub health: BTreeMap<String, Vec<TargetHealth>>,
     pub tags: BTreeMap<String, Tags>,
+    pub workload: Option<Workload>,
+    pub pod_series: Option<PodSeries>,
     /// Every call waits this long first (use with tokio's paused clock).
     pub latency: Duration,
     /// Source names (see `evidence::source`) whose calls fail.
@@ -123,6 +126,33 @@ impl LoadBalancerSource for StaticSources {
     async fn tags(&self, _: &[String]) -> Result<BTreeMap<String, Tags>> {
         self.enter(super::source::TAGS).await?;
         Ok(self.tags.clone())
+    }
+}
+
+impl KubernetesSource for StaticSources {
+    async fn workload(&self, _: &WorkloadTarget) -> Result<Workload> {
+        self.enter(super::source::KUBERNETES).await?;
+        self.workload.clone().ok_or_else(|| Error::Source {
+            source_name: super::source::KUBERNETES,
+            reason: "no cluster in this fake".to_owned(),
+            retryable: false,
+        })
+    }
+
+    async fn pod_series(
+        &self,
+        _: &str,
+        _: &[String],
+        _: DateTime<Utc>,
+        _: DateTime<Utc>,
+        _: u32,
+    ) -> Result<PodSeries> {
+        self.enter(super::source::POD_SERIES).await?;
+        self.pod_series.clone().ok_or_else(|| Error::Source {
+            source_name: super::source::POD_SERIES,
+            reason: "no Prometheus in this fake".to_owned(),
+            retryable: false,
+        })
     }
 }
 

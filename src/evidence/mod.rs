@@ -9,6 +9,7 @@
 #[doc(hidden)]
 pub mod fake;
 pub mod model;
+pub mod workload;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -100,10 +101,32 @@ pub trait LoadBalancerSource: Send + Sync {
     fn tags(&self, arns: &[String]) -> impl Future<Output = Result<BTreeMap<String, Tags>>> + Send;
 }
 
-/// Everything the diagnose pipeline reads from.
-pub trait EvidenceSources: AlarmSource + MetricSource + LoadBalancerSource {}
+/// Port: the cluster behind a target group, and its pods' time series.
+pub trait KubernetesSource: Send + Sync {
+    /// Target group -> Service -> pods -> ReplicaSet -> Deployment, HPA, PodMetrics.
+    fn workload(
+        &self,
+        target: &workload::WorkloadTarget,
+    ) -> impl Future<Output = Result<workload::Workload>> + Send;
 
-impl<T: AlarmSource + MetricSource + LoadBalancerSource> EvidenceSources for T {}
+    /// CPU, throttling and memory per pod over `[start, end]`.
+    fn pod_series(
+        &self,
+        namespace: &str,
+        pods: &[String],
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        step_seconds: u32,
+    ) -> impl Future<Output = Result<workload::PodSeries>> + Send;
+}
+
+/// Everything the diagnose pipeline reads from.
+pub trait EvidenceSources:
+    AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource
+{
+}
+
+impl<T: AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource> EvidenceSources for T {}
 
 /// How evidence is collected for this run.
 #[derive(Debug)]
@@ -189,6 +212,9 @@ pub struct GatheredEvidence {
     pub definition: Option<Option<AlarmDefinition>>,
     pub statistics: Option<Statistics>,
     pub alb: Option<AlbEvidence>,
+    /// The workload behind the culprit target group.
+    pub workload: Option<workload::Workload>,
+    pub pod_series: Option<workload::PodSeries>,
     pub gaps: Vec<EvidenceGap>,
     pub timings: Timings,
 }
@@ -483,27 +509,93 @@ pub async fn gather<S: EvidenceSources>(
     };
     let (history, definition, statistics, alb) = tokio::join!(history, definition, statistics, alb);
 
-    let total_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let mut gaps = ledger.gaps.into_inner().unwrap_or_default();
-    if plan.load_balancer_dimension.is_some() {
-        for source in [source::KUBERNETES, source::POD_SERIES] {
-            gaps.push(EvidenceGap {
-                source: source.to_owned(),
-                reason: "not collected: this release has no adapter for this source yet".to_owned(),
-            });
+    // The cluster, for the target group behind the breach.
+    let mut workload = None;
+    let mut pod_series = None;
+    if let (Some(alb), Some(metric)) = (&alb, &plan.metric) {
+        match culprit_target(alarm, statistics.as_ref(), alb, metric) {
+            Some(target) => {
+                workload = ledger
+                    .run(source::KUBERNETES, sources.workload(&target))
+                    .await;
+                if let Some(w) = &workload {
+                    let pods: Vec<String> = w.pods.iter().map(|p| p.name.clone()).collect();
+                    if !pods.is_empty() {
+                        pod_series = ledger
+                            .run(
+                                source::POD_SERIES,
+                                sources.pod_series(
+                                    &w.service.namespace,
+                                    &pods,
+                                    window_start,
+                                    now,
+                                    metric.period_seconds.max(60),
+                                ),
+                            )
+                            .await;
+                    }
+                }
+            }
+            None => {
+                if !alb.groups.is_empty() {
+                    ledger.gap(source::KUBERNETES, "not read: no single target group stands out, so there is no workload to examine");
+                }
+            }
         }
     }
+
+    let total_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let gaps = ledger.gaps.into_inner().unwrap_or_default();
     GatheredEvidence {
         history,
         definition,
         statistics,
         alb,
+        workload,
+        pod_series,
         gaps,
         timings: Timings {
             total_ms,
             sources: ledger.timings.into_inner().unwrap_or_default(),
         },
     }
+}
+
+/// The workload question for the culprit target group (the pure breakdown decides which).
+fn culprit_target(
+    alarm: &AlarmNotification,
+    statistics: Option<&Statistics>,
+    alb: &AlbEvidence,
+    metric: &PlannedMetric,
+) -> Option<workload::WorkloadTarget> {
+    let trigger = alarm.trigger.as_ref()?;
+    let threshold = trigger.threshold?;
+    let comparison = trigger
+        .comparison_operator
+        .as_deref()
+        .unwrap_or("GreaterThanThreshold");
+    let breach = statistics
+        .map(|s| crate::findings::traffic::breaching_periods(&s.alarm_stat, threshold, comparison))
+        .unwrap_or_default();
+    let analysis = crate::findings::alb::analyse(
+        alb,
+        &breach,
+        &metric.statistic,
+        threshold,
+        comparison,
+        metric.period_seconds,
+    );
+    let culprit = analysis.summaries.iter().find(|s| s.culprit)?;
+    let group = alb.groups.iter().find(|g| g.group.arn == culprit.arn)?;
+    Some(workload::WorkloadTarget {
+        cluster: group
+            .tags
+            .as_ref()
+            .and_then(|t| t.get("elbv2.k8s.aws/cluster").cloned()),
+        target_group_arn: group.group.arn.clone(),
+        target_group_name: group.group.name.clone(),
+        service_hint: culprit.kubernetes_service.clone(),
+    })
 }
 
 /// Rounds `t` down to a multiple of the period, as CloudWatch aligns periods.

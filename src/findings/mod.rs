@@ -5,6 +5,7 @@ pub mod alarm;
 pub mod alb;
 pub mod service_map;
 pub mod traffic;
+pub mod workload;
 
 use crate::classify::Classification;
 use crate::diagnosis::{AlarmFacts, Finding};
@@ -16,6 +17,7 @@ use alb::TargetGroupSummary;
 pub struct Decided {
     pub findings: Vec<Finding>,
     pub target_groups: Vec<TargetGroupSummary>,
+    pub workload: Option<workload::WorkloadSummary>,
     /// Facts about the evidence itself (the alarm was deleted, the load balancer is gone, ...).
     pub notes: Vec<String>,
 }
@@ -84,6 +86,17 @@ pub fn decide(
                 decided.findings.extend(analysis.findings);
                 decided.target_groups = analysis.summaries;
             }
+        }
+    }
+    if let Some(w) = &evidence.workload {
+        let (findings, summary) =
+            workload::decide(w, evidence.pod_series.as_ref(), &breach, classification);
+        decided.findings.extend(findings);
+        decided.workload = Some(summary);
+        for (part, reason) in &w.partial {
+            decided
+                .notes
+                .push(format!("kubernetes: {part} not read: {reason}"));
         }
     }
     // Outliers vs broad slowness: inside the culprit group when there is one

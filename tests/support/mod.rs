@@ -61,7 +61,11 @@ impl LocalWorld {
         command
             .arg(root.join("infra/local/stack.py"))
             .arg("up")
-            .arg(root.join("tests/worlds").join(name))
+            .arg(if name.contains('/') {
+                PathBuf::from(name)
+            } else {
+                root.join("tests/worlds").join(name)
+            })
             .arg("--state")
             .arg(&state)
             .arg("--json")
@@ -87,7 +91,11 @@ impl LocalWorld {
             .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
             .collect();
         LocalWorld {
-            name: name.to_owned(),
+            name: Path::new(name)
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .into_owned(),
             state,
             env,
             facts: started["facts"].clone(),
@@ -169,6 +177,25 @@ impl LocalWorld {
             .iter()
             .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
             .collect()
+    }
+
+    /// A copy of a world with its world.yaml edited (for variants of a world in one test).
+    pub fn variant(name: &str, edit: impl FnOnce(String) -> String) -> PathBuf {
+        let root = repo_root();
+        let dir = root.join("target/worlds/variants").join(format!(
+            "{name}-{}-{}",
+            std::process::id(),
+            unique()
+        ));
+        std::fs::create_dir_all(dir.join("kubernetes")).unwrap();
+        let source = root.join("tests/worlds").join(name);
+        for entry in std::fs::read_dir(source.join("kubernetes")).unwrap() {
+            let entry = entry.unwrap();
+            std::fs::copy(entry.path(), dir.join("kubernetes").join(entry.file_name())).unwrap();
+        }
+        let world = std::fs::read_to_string(source.join("world.yaml")).unwrap();
+        std::fs::write(dir.join("world.yaml"), edit(world)).unwrap();
+        dir
     }
 
     /// The world's expected diagnosis (`expected.yaml`), as JSON.

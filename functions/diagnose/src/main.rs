@@ -26,7 +26,8 @@ async fn main() -> Result<(), Error> {
         config.diagnosis_topic_arn.clone(),
         config.diagnosis_queue_url.clone(),
     );
-    let state = handler::State::new(config, AwsSources::new(&aws), destinations);
+    let sources = AwsSources::new(&aws, &config.cluster);
+    let state = handler::State::new(config, sources, destinations);
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         handler::handle(&state, event)
     }))

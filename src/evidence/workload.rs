@@ -1,0 +1,239 @@
+//! The Kubernetes side of the evidence, as plain data: the workload behind
+//! the culprit target group and its pods' time series.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::findings::service_map::ServiceRef;
+
+/// What the Kubernetes adapter is asked to find.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadTarget {
+    /// The EKS cluster (configuration, else the target group's `elbv2.k8s.aws/cluster` tag).
+    pub cluster: Option<String>,
+    pub target_group_arn: String,
+    pub target_group_name: String,
+    /// The service AWS alone points at (tags, else the name): used when no
+    /// TargetGroupBinding names the target group.
+    pub service_hint: Option<ServiceRef>,
+}
+
+/// One container's resources and probes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerInfo {
+    pub name: String,
+    /// Cores.
+    pub cpu_request: Option<f64>,
+    pub cpu_limit: Option<f64>,
+    /// Bytes.
+    pub memory_limit: Option<f64>,
+    pub readiness_probe: bool,
+    pub liveness_probe: bool,
+    pub args: Vec<String>,
+}
+
+/// A pod of the workload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PodInfo {
+    pub name: String,
+    pub phase: String,
+    pub node: Option<String>,
+    pub ready: bool,
+    pub restarts: u32,
+    pub owner_replica_set: Option<String>,
+    pub created: Option<DateTime<Utc>>,
+    pub containers: Vec<ContainerInfo>,
+    /// Why a pending pod is not scheduled (from its events).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub scheduling_messages: Vec<String>,
+}
+
+impl PodInfo {
+    /// Sum of the containers' CPU requests, in cores, when every container sets one.
+    pub fn cpu_request(&self) -> Option<f64> {
+        self.containers.iter().map(|c| c.cpu_request).sum()
+    }
+
+    /// Sum of the containers' CPU limits, in cores, when every container sets one.
+    pub fn cpu_limit(&self) -> Option<f64> {
+        self.containers.iter().map(|c| c.cpu_limit).sum()
+    }
+}
+
+/// The Deployment that owns the pods.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DeploymentInfo {
+    pub name: String,
+    pub replicas: Option<i32>,
+    pub ready_replicas: Option<i32>,
+    pub strategy: Option<String>,
+    pub revision: Option<String>,
+    /// When the newest ReplicaSet was created: the last rollout.
+    pub last_rollout: Option<DateTime<Utc>>,
+}
+
+/// A condition of an HPA.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Condition {
+    pub kind: String,
+    pub status: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+/// The HorizontalPodAutoscaler that scales the Deployment.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HpaInfo {
+    pub name: String,
+    /// `autoscaling/v2` or `autoscaling/v1`, as read.
+    pub api_version: String,
+    /// Applied as autoscaling/v1 (CPU only), from its last-applied configuration.
+    pub created_as_v1: bool,
+    pub min_replicas: Option<i32>,
+    pub max_replicas: i32,
+    /// Target CPU utilisation (percent of request).
+    pub target_cpu_utilization: Option<i32>,
+    /// Other metrics it scales on (memory, custom, external).
+    pub other_metrics: Vec<String>,
+    pub current_replicas: Option<i32>,
+    pub desired_replicas: Option<i32>,
+    pub current_cpu_utilization: Option<i32>,
+    pub conditions: Vec<Condition>,
+}
+
+/// A pod's usage in a `metrics.k8s.io` snapshot (what `kubectl top` shows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PodUsage {
+    pub pod: String,
+    pub cpu_cores: f64,
+    pub memory_bytes: f64,
+}
+
+/// Allocatable versus requested CPU on a node (read when pods are pending).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeCapacity {
+    pub name: String,
+    pub allocatable_cpu: f64,
+    pub requested_cpu: f64,
+}
+
+/// Everything read from the cluster about the workload behind a target group.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Workload {
+    pub cluster: Option<String>,
+    pub service: ServiceRef,
+    pub selector: BTreeMap<String, String>,
+    pub pods: Vec<PodInfo>,
+    pub deployment: Option<DeploymentInfo>,
+    pub hpa: Option<HpaInfo>,
+    pub snapshot: Option<Vec<PodUsage>>,
+    pub nodes: Vec<NodeCapacity>,
+    /// Parts that could not be read (e.g. PodMetrics forbidden), with the reason.
+    pub partial: Vec<(String, String)>,
+}
+
+/// Points per pod, oldest first.
+pub type PerPod = BTreeMap<String, Vec<(DateTime<Utc>, f64)>>;
+
+/// Per-pod time series from Prometheus, oldest point first.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PodSeries {
+    pub step_seconds: u32,
+    /// Cores used, per pod.
+    pub cpu: PerPod,
+    /// Share of CFS periods throttled, per pod.
+    pub throttled: PerPod,
+    /// Working-set bytes, per pod.
+    pub memory: PerPod,
+    /// Where the series came from (`prometheus at URL`, `service proxy to NS/SVC:PORT`).
+    pub origin: String,
+}
+
+/// Parses a Kubernetes CPU quantity into cores: `1200m`, `1.5`, `2`.
+pub fn cpu_cores(quantity: &str) -> Option<f64> {
+    let q = quantity.trim();
+    if let Some(milli) = q.strip_suffix('m') {
+        return milli.parse::<f64>().ok().map(|m| m / 1000.0);
+    }
+    if let Some(nano) = q.strip_suffix('n') {
+        return nano.parse::<f64>().ok().map(|n| n / 1e9);
+    }
+    if let Some(micro) = q.strip_suffix('u') {
+        return micro.parse::<f64>().ok().map(|n| n / 1e6);
+    }
+    q.parse().ok()
+}
+
+/// Parses a Kubernetes memory quantity into bytes: `768Mi`, `1Gi`, `512M`, `1000`.
+pub fn bytes(quantity: &str) -> Option<f64> {
+    let q = quantity.trim();
+    const UNITS: [(&str, f64); 12] = [
+        ("Ki", 1024.0),
+        ("Mi", 1_048_576.0),
+        ("Gi", 1_073_741_824.0),
+        ("Ti", 1_099_511_627_776.0),
+        ("Pi", 1_125_899_906_842_624.0),
+        ("Ei", 1_152_921_504_606_846_976.0),
+        ("k", 1e3),
+        ("M", 1e6),
+        ("G", 1e9),
+        ("T", 1e12),
+        ("P", 1e15),
+        ("E", 1e18),
+    ];
+    for (suffix, factor) in UNITS {
+        if let Some(number) = q.strip_suffix(suffix) {
+            return number.parse::<f64>().ok().map(|n| n * factor);
+        }
+    }
+    q.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_quantities_become_cores() {
+        assert_eq!(cpu_cores("1200m"), Some(1.2));
+        assert_eq!(cpu_cores("1.5"), Some(1.5));
+        assert_eq!(cpu_cores("2"), Some(2.0));
+        assert_eq!(cpu_cores("250000000n"), Some(0.25));
+        assert_eq!(cpu_cores("lots"), None);
+    }
+
+    #[test]
+    fn memory_quantities_become_bytes() {
+        assert_eq!(bytes("768Mi"), Some(805_306_368.0));
+        assert_eq!(bytes("1Gi"), Some(1_073_741_824.0));
+        assert_eq!(bytes("512M"), Some(512e6));
+        assert_eq!(bytes("16093584Ki"), Some(16_093_584.0 * 1024.0));
+    }
+
+    #[test]
+    fn a_pod_without_a_request_on_every_container_has_no_request() {
+        let container = |request| ContainerInfo {
+            name: "c".into(),
+            cpu_request: request,
+            cpu_limit: None,
+            memory_limit: None,
+            readiness_probe: false,
+            liveness_probe: false,
+            args: vec![],
+        };
+        let pod = PodInfo {
+            name: "p".into(),
+            phase: "Running".into(),
+            node: None,
+            ready: true,
+            restarts: 0,
+            owner_replica_set: None,
+            created: None,
+            containers: vec![container(Some(1.0)), container(None)],
+            scheduling_messages: vec![],
+        };
+        assert_eq!(pod.cpu_request(), None);
+    }
+}

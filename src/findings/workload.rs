@@ -1,0 +1,835 @@
+//! The workload behind the culprit target group: are the pods imbalanced or
+//! evenly saturated, capped by a per-process ceiling, throttled; can the HPA
+//! react; did a deploy start it; is there a readiness probe; are pods pending.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::traffic::{median, round};
+use crate::classify::{Classification, human_duration};
+use crate::diagnosis::{Evidence, Finding, Verdict};
+use crate::evidence::workload::{PodSeries, Workload};
+use crate::series::Series;
+
+/// Pods whose CPU spread is below this coefficient of variation move together.
+const TOGETHER_CV: f64 = 0.25;
+/// One pod at this multiple of the median, with a wide spread, is imbalance.
+const HOT_RATIO: f64 = 3.0;
+const HOT_CV: f64 = 0.6;
+/// A plateau within this many cores of a whole number of cores is a per-process ceiling.
+const NEAR_INTEGER: f64 = 0.15;
+/// ... when it also stays below this share of the CPU limit.
+const BELOW_LIMIT: f64 = 0.85;
+/// Usage at this share of the limit is at the limit.
+const AT_LIMIT: f64 = 0.95;
+/// A deploy this long before the first transition may have caused it.
+const DEPLOY_WINDOW: Duration = Duration::hours(2);
+
+/// The workload as the diagnosis reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSummary {
+    pub cluster: Option<String>,
+    pub namespace: String,
+    pub service: String,
+    /// How the service was found: `target_group_binding`, `tags` or `name_guess`.
+    pub mapped_by: String,
+    pub deployment: Option<String>,
+    pub replicas: Option<i32>,
+    pub last_rollout: Option<DateTime<Utc>>,
+    pub hpa: Option<String>,
+    pub pods: Vec<PodSummary>,
+    /// Where the per-pod series came from, or why there are none.
+    pub series_origin: Option<String>,
+}
+
+/// One pod as the diagnosis reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PodSummary {
+    pub name: String,
+    pub node: Option<String>,
+    pub phase: String,
+    pub ready: bool,
+    pub restarts: u32,
+    pub cpu_request: Option<f64>,
+    pub cpu_limit: Option<f64>,
+    /// 90th percentile of the pod's CPU while the alarm breached (cores).
+    pub cpu_while_breaching: Option<f64>,
+}
+
+/// Per-pod CPU at the breaching periods (the nearest sample within a step).
+struct Usage {
+    /// pod -> values at the breaching periods it has data for.
+    by_pod: Vec<(String, Vec<f64>)>,
+    /// period -> values across pods.
+    by_period: Vec<Vec<f64>>,
+}
+
+fn nearest(points: &[(DateTime<Utc>, f64)], t: DateTime<Utc>, tolerance: Duration) -> Option<f64> {
+    let i = points.partition_point(|(at, _)| *at < t);
+    [i.checked_sub(1), Some(i)]
+        .into_iter()
+        .flatten()
+        .filter_map(|j| points.get(j))
+        .filter(|(at, _)| (*at - t).abs() <= tolerance)
+        .min_by_key(|(at, _)| (*at - t).abs())
+        .map(|(_, v)| *v)
+}
+
+fn usage(series: &PodSeries, periods: &[DateTime<Utc>]) -> Usage {
+    let tolerance = Duration::seconds(i64::from(series.step_seconds.max(60)));
+    let by_pod = series
+        .cpu
+        .iter()
+        .map(|(pod, points)| {
+            (
+                pod.clone(),
+                periods
+                    .iter()
+                    .filter_map(|t| nearest(points, *t, tolerance))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .filter(|(_, v)| !v.is_empty())
+        .collect();
+    let by_period = periods
+        .iter()
+        .map(|t| {
+            series
+                .cpu
+                .values()
+                .filter_map(|points| nearest(points, *t, tolerance))
+                .collect::<Vec<_>>()
+        })
+        .filter(|v: &Vec<f64>| !v.is_empty())
+        .collect();
+    Usage { by_pod, by_period }
+}
+
+fn percentile(values: &[f64], p: f64) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted.get(rank).copied()
+}
+
+fn spread(values: &[f64]) -> Option<(f64, f64)> {
+    if values.len() < 2 {
+        return None;
+    }
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
+    let cv = if mean > 0.0 {
+        variance.sqrt() / mean
+    } else {
+        0.0
+    };
+    let mut sorted = values.to_vec();
+    let med = median(&mut sorted)?;
+    let max = values.iter().copied().fold(f64::MIN, f64::max);
+    Some((cv, if med > 0.0 { max / med } else { f64::INFINITY }))
+}
+
+/// The workload findings and summary.
+pub fn decide(
+    workload: &Workload,
+    series: Option<&PodSeries>,
+    breach: &[DateTime<Utc>],
+    classification: &Classification,
+) -> (Vec<Finding>, WorkloadSummary) {
+    // Without breaching periods, the last 30 minutes of series stand in.
+    let periods: Vec<DateTime<Utc>> = if breach.is_empty() {
+        series
+            .and_then(|s| s.cpu.values().next())
+            .map(|points| points.iter().rev().take(30).map(|(t, _)| *t).collect())
+            .unwrap_or_default()
+    } else {
+        breach.to_vec()
+    };
+    let used = series.map(|s| usage(s, &periods));
+    let plateau = |pod: &str| {
+        used.as_ref()
+            .and_then(|u| u.by_pod.iter().find(|(p, _)| p == pod))
+            .and_then(|(_, v)| percentile(v, 90.0))
+    };
+    let running: Vec<&crate::evidence::workload::PodInfo> = workload
+        .pods
+        .iter()
+        .filter(|p| p.phase == "Running")
+        .collect();
+
+    let summary = WorkloadSummary {
+        cluster: workload.cluster.clone(),
+        namespace: workload.service.namespace.clone(),
+        service: workload.service.name.clone(),
+        mapped_by: serde_json::to_value(workload.service.source)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default(),
+        deployment: workload.deployment.as_ref().map(|d| d.name.clone()),
+        replicas: workload.deployment.as_ref().and_then(|d| d.replicas),
+        last_rollout: workload.deployment.as_ref().and_then(|d| d.last_rollout),
+        hpa: workload.hpa.as_ref().map(|h| h.name.clone()),
+        pods: workload
+            .pods
+            .iter()
+            .map(|p| PodSummary {
+                name: p.name.clone(),
+                node: p.node.clone(),
+                phase: p.phase.clone(),
+                ready: p.ready,
+                restarts: p.restarts,
+                cpu_request: p.cpu_request(),
+                cpu_limit: p.cpu_limit(),
+                cpu_while_breaching: plateau(&p.name).map(|v| round(v, 3)),
+            })
+            .collect(),
+        series_origin: series.map(|s| s.origin.clone()),
+    };
+
+    let findings = vec![
+        imbalance(workload, series, used.as_ref()),
+        ceiling(&running, &plateau, series.is_some()),
+        throttling(&running, series, &periods, &plateau),
+        hpa(workload, used.as_ref(), &running),
+        deploy(workload, classification),
+        readiness(workload),
+        pending(workload),
+    ];
+    (findings, summary)
+}
+
+fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usage>) -> Finding {
+    let mut evidence = Vec::new();
+    let (verdict, summary, cause) = match (series, used) {
+        (Some(_), Some(u)) if u.by_pod.len() >= 2 => {
+            let spreads: Vec<(f64, f64)> = u.by_period.iter().filter_map(|v| spread(v)).collect();
+            let mut cvs: Vec<f64> = spreads.iter().map(|s| s.0).collect();
+            let mut ratios: Vec<f64> = spreads.iter().map(|s| s.1).collect();
+            let cv = median(&mut cvs).unwrap_or(0.0);
+            let ratio = median(&mut ratios).unwrap_or(1.0);
+            evidence.push(Evidence::number(
+                "coefficient of variation across pods (median while breaching)",
+                round(cv, 3),
+                "",
+            ));
+            evidence.push(Evidence::number(
+                "busiest pod / median pod (median while breaching)",
+                round(ratio, 2),
+                "",
+            ));
+            for (pod, values) in &u.by_pod {
+                if let Some(p90) = percentile(values, 90.0) {
+                    evidence.push(Evidence::number(
+                        &format!("{pod} CPU (p90 while breaching)"),
+                        round(p90, 3),
+                        "cores",
+                    ));
+                }
+            }
+            let missing: Vec<&str> = workload
+                .pods
+                .iter()
+                .filter(|p| {
+                    p.phase == "Running" && !u.by_pod.iter().any(|(name, _)| name == &p.name)
+                })
+                .map(|p| p.name.as_str())
+                .collect();
+            if !missing.is_empty() {
+                evidence.push(Evidence::text(
+                    "pods without CPU series",
+                    missing.join(", "),
+                ));
+            }
+            let hottest = u
+                .by_pod
+                .iter()
+                .filter_map(|(pod, v)| Some((pod, percentile(v, 90.0)?)))
+                .max_by(|a, b| a.1.total_cmp(&b.1));
+            if ratio >= HOT_RATIO && cv >= HOT_CV {
+                let (pod, cores) = hottest.map_or(("?".to_owned(), 0.0), |(p, c)| (p.clone(), c));
+                (
+                    Verdict::Supported,
+                    format!(
+                        "One pod carries the load: {pod} at {cores:.2} cores, {ratio:.1}x the median pod (spread {cv:.2})."
+                    ),
+                    Some(format!(
+                        "one pod hot ({pod}, {cores:.2} cores) while the others idle"
+                    )),
+                )
+            } else if cv <= TOGETHER_CV {
+                (
+                    Verdict::Refuted,
+                    format!(
+                        "The {} pods move together while breaching (spread {cv:.2}, busiest {ratio:.2}x the median): even saturation, not imbalance.",
+                        u.by_pod.len()
+                    ),
+                    None,
+                )
+            } else {
+                (
+                    Verdict::Inconclusive,
+                    format!(
+                        "Uneven but not one hot pod (spread {cv:.2}, busiest {ratio:.2}x the median)."
+                    ),
+                    None,
+                )
+            }
+        }
+        (Some(_), Some(_)) => (
+            Verdict::Inconclusive,
+            "Fewer than two pods with CPU series: nothing to balance.".to_owned(),
+            None,
+        ),
+        _ => {
+            if let Some(snapshot) = &workload.snapshot {
+                for usage in snapshot {
+                    evidence.push(Evidence::number(
+                        &format!("{} CPU (snapshot)", usage.pod),
+                        round(usage.cpu_cores, 3),
+                        "cores",
+                    ));
+                }
+            }
+            (
+                Verdict::Inconclusive,
+                "No per-pod time series: a single metrics.k8s.io snapshot cannot decide imbalance (it may catch one pod mid-request and the others between bursts).".to_owned(),
+                None,
+            )
+        }
+    };
+    Finding {
+        id: "pods.imbalance".to_owned(),
+        hypothesis: "Load is imbalanced across pods (one pod hot, others idle)".to_owned(),
+        verdict,
+        summary,
+        cause,
+        evidence,
+        series: series
+            .map(|s| {
+                s.cpu
+                    .iter()
+                    .map(|(pod, points)| Series {
+                        label: format!("{pod} CPU"),
+                        unit: "cores".to_owned(),
+                        ..super::traffic::to_series(
+                            &crate::evidence::model::MetricSeries {
+                                id: pod.clone(),
+                                points: points.clone(),
+                            },
+                            s.step_seconds,
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
+fn ceiling(
+    running: &[&crate::evidence::workload::PodInfo],
+    plateau: &dyn Fn(&str) -> Option<f64>,
+    have_series: bool,
+) -> Finding {
+    let mut evidence = Vec::new();
+    let busy: Vec<(&str, f64, Option<f64>)> = running
+        .iter()
+        .filter_map(|p| Some((p.name.as_str(), plateau(&p.name)?, p.cpu_limit())))
+        .filter(|(_, v, _)| *v >= 0.5)
+        .collect();
+    for (pod, value, limit) in &busy {
+        evidence.push(Evidence::text(
+            &format!("{pod} plateau"),
+            format!(
+                "{value:.2} cores of {}",
+                limit.map_or("no limit".to_owned(), |l| format!("a {l} core limit"))
+            ),
+        ));
+    }
+    let near = |v: f64| {
+        let whole = v.round();
+        whole >= 1.0 && (v - whole).abs() <= NEAR_INTEGER
+    };
+    let (verdict, summary, cause) = if !have_series {
+        (
+            Verdict::Inconclusive,
+            "No per-pod time series: a plateau cannot be seen in a snapshot.".to_owned(),
+            None,
+        )
+    } else if busy.is_empty() {
+        (
+            Verdict::Refuted,
+            "No pod was busy (all under 0.5 cores) while the alarm breached.".to_owned(),
+            None,
+        )
+    } else if busy
+        .iter()
+        .any(|(_, v, l)| l.is_some_and(|l| *v >= AT_LIMIT * l))
+    {
+        (
+            Verdict::Refuted,
+            "A pod reaches its CPU limit: the cap is the limit, not the process.".to_owned(),
+            None,
+        )
+    } else {
+        let values: Vec<f64> = busy.iter().map(|(_, v, _)| *v).collect();
+        let (lo, hi) = (
+            values.iter().copied().fold(f64::MAX, f64::min),
+            values.iter().copied().fold(f64::MIN, f64::max),
+        );
+        let below_limit = busy
+            .iter()
+            .all(|(_, v, l)| l.is_none_or(|l| *v <= BELOW_LIMIT * l));
+        if values.iter().all(|v| near(*v)) && below_limit && hi <= lo * 1.25 {
+            let workers: f64 = values.iter().map(|v| v.round()).sum();
+            let per_pod = values.iter().map(|v| v.round()).fold(0.0, f64::max);
+            evidence.push(Evidence::number(
+                "effective fleet concurrency for CPU-bound requests",
+                workers,
+                "workers",
+            ));
+            let limit = busy.iter().find_map(|(_, _, l)| *l);
+            (
+                Verdict::Supported,
+                format!(
+                    "Every busy pod plateaus at {lo:.2}-{hi:.2} cores{}, near {per_pod:.0} whole core(s): the signature of {per_pod:.0} single-threaded worker(s) per pod. CPU-bound requests queue behind each other; the fleet runs about {workers:.0} at once.",
+                    limit
+                        .map(|l| format!(", well below the {l}-core limit"))
+                        .unwrap_or_default()
+                ),
+                Some(format!(
+                    "{} pods each capped at ~{hi:.1} cores by a per-process ceiling (about {per_pod:.0} worker each)",
+                    busy.len()
+                )),
+            )
+        } else {
+            (
+                Verdict::Refuted,
+                format!(
+                    "The busy pods' plateaus ({lo:.2}-{hi:.2} cores) are not a common whole-core ceiling below the limit."
+                ),
+                None,
+            )
+        }
+    };
+    Finding {
+        id: "pods.worker_ceiling".to_owned(),
+        hypothesis: "A per-process (worker or thread) ceiling caps each pod below its CPU limit"
+            .to_owned(),
+        verdict,
+        summary,
+        cause,
+        evidence,
+        series: Vec::new(),
+    }
+}
+
+fn throttling(
+    running: &[&crate::evidence::workload::PodInfo],
+    series: Option<&PodSeries>,
+    periods: &[DateTime<Utc>],
+    plateau: &dyn Fn(&str) -> Option<f64>,
+) -> Finding {
+    let mut evidence = Vec::new();
+    let tolerance = Duration::seconds(i64::from(series.map_or(60, |s| s.step_seconds.max(60))));
+    let ratios: Vec<(String, f64)> = series
+        .map(|s| {
+            s.throttled
+                .iter()
+                .filter_map(|(pod, points)| {
+                    let mut values: Vec<f64> = periods
+                        .iter()
+                        .filter_map(|t| nearest(points, *t, tolerance))
+                        .collect();
+                    Some((pod.clone(), median(&mut values)?))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (pod, ratio) in &ratios {
+        evidence.push(Evidence::number(
+            &format!("{pod} throttled periods"),
+            round(ratio * 100.0, 1),
+            "%",
+        ));
+    }
+    let at_limit: Vec<(&str, f64, f64)> = running
+        .iter()
+        .filter_map(|p| Some((p.name.as_str(), plateau(&p.name)?, p.cpu_limit()?)))
+        .filter(|(_, v, l)| *v >= AT_LIMIT * l)
+        .collect();
+    for (pod, v, l) in &at_limit {
+        evidence.push(Evidence::text(
+            &format!("{pod} at its limit"),
+            format!("{v:.2} of {l} cores"),
+        ));
+    }
+    let worst = ratios.iter().map(|(_, r)| *r).fold(0.0, f64::max);
+    let (verdict, summary, cause) = if worst >= 0.1 || !at_limit.is_empty() {
+        (
+            Verdict::Supported,
+            format!(
+                "Throttled in up to {:.0} % of CFS periods{}.",
+                worst * 100.0,
+                if at_limit.is_empty() {
+                    String::new()
+                } else {
+                    format!(", {} pod(s) at the CPU limit", at_limit.len())
+                }
+            ),
+            Some(format!("CPU throttled ({:.0} % of periods)", worst * 100.0)),
+        )
+    } else if series.is_some() && !ratios.is_empty() {
+        (
+            Verdict::Refuted,
+            format!(
+                "At most {:.1} % of CFS periods throttled, no pod at its limit.",
+                worst * 100.0
+            ),
+            None,
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            "No throttling series.".to_owned(),
+            None,
+        )
+    };
+    Finding {
+        id: "pods.throttling".to_owned(),
+        hypothesis: "CPU throttling at the limit slows the pods".to_owned(),
+        verdict,
+        summary,
+        cause,
+        evidence,
+        series: Vec::new(),
+    }
+}
+
+fn hpa(
+    workload: &Workload,
+    used: Option<&Usage>,
+    running: &[&crate::evidence::workload::PodInfo],
+) -> Finding {
+    let mut evidence = Vec::new();
+    let finding = |verdict, summary: String, cause: Option<String>, evidence| Finding {
+        id: "hpa.cannot_react".to_owned(),
+        hypothesis: "The HPA cannot scale out of this".to_owned(),
+        verdict,
+        summary,
+        cause,
+        evidence,
+        series: Vec::new(),
+    };
+    let Some(deployment) = &workload.deployment else {
+        return finding(
+            Verdict::Inconclusive,
+            "No Deployment found for the pods: no HPA to check.".to_owned(),
+            None,
+            evidence,
+        );
+    };
+    let Some(hpa) = &workload.hpa else {
+        return finding(
+            Verdict::Supported,
+            format!(
+                "No HPA scales deployment {}: it stays at {} replicas whatever the load.",
+                deployment.name,
+                deployment.replicas.unwrap_or(0)
+            ),
+            Some("no HPA to add pods".to_owned()),
+            evidence,
+        );
+    };
+    evidence.push(Evidence::text(
+        "HPA",
+        format!("{} ({})", hpa.name, hpa.api_version),
+    ));
+    evidence.push(Evidence::number(
+        "min replicas",
+        f64::from(hpa.min_replicas.unwrap_or(1)),
+        "",
+    ));
+    evidence.push(Evidence::number(
+        "max replicas",
+        f64::from(hpa.max_replicas),
+        "",
+    ));
+    if let Some(current) = hpa.current_replicas {
+        evidence.push(Evidence::number("current replicas", f64::from(current), ""));
+    }
+    if hpa.created_as_v1 {
+        evidence.push(Evidence::text(
+            "API version",
+            "applied as autoscaling/v1: scales on CPU utilisation only",
+        ));
+    }
+    for c in hpa
+        .conditions
+        .iter()
+        .filter(|c| c.kind == "ScalingLimited" || c.kind == "AbleToScale")
+    {
+        evidence.push(Evidence::text(
+            &c.kind,
+            format!("{} {}", c.status, c.reason.as_deref().unwrap_or("")),
+        ));
+    }
+    let Some(target) = hpa.target_cpu_utilization else {
+        return finding(
+            Verdict::Inconclusive,
+            format!(
+                "The HPA scales on {} rather than CPU utilisation.",
+                hpa.other_metrics.join(", ")
+            ),
+            None,
+            evidence,
+        );
+    };
+    evidence.push(Evidence::number(
+        "target CPU utilisation",
+        f64::from(target),
+        "% of request",
+    ));
+    let requests: Vec<(&str, f64)> = running
+        .iter()
+        .filter_map(|p| Some((p.name.as_str(), p.cpu_request()?)))
+        .collect();
+    if requests.is_empty() {
+        return finding(
+            Verdict::Supported,
+            "The pods set no CPU request: utilisation cannot be computed and the HPA cannot act on CPU.".to_owned(),
+            Some("HPA blind: no CPU request".to_owned()),
+            evidence,
+        );
+    }
+    if hpa.current_replicas.is_some_and(|c| c >= hpa.max_replicas) {
+        return finding(
+            Verdict::Supported,
+            format!("Already at its maximum of {} replicas.", hpa.max_replicas),
+            Some(format!("HPA already at its maximum ({})", hpa.max_replicas)),
+            evidence,
+        );
+    }
+    // Utilisation as the HPA computes it: mean over pods of usage / request, at its peak.
+    let peak = used.and_then(|u| {
+        let per_pod: Vec<(&str, &Vec<f64>)> =
+            u.by_pod.iter().map(|(p, v)| (p.as_str(), v)).collect();
+        let periods = per_pod.iter().map(|(_, v)| v.len()).min()?;
+        (0..periods)
+            .filter_map(|i| {
+                let shares: Vec<f64> = per_pod
+                    .iter()
+                    .filter_map(|(pod, v)| {
+                        Some(v.get(i)? / requests.iter().find(|(p, _)| p == pod)?.1)
+                    })
+                    .collect();
+                (!shares.is_empty())
+                    .then(|| shares.iter().sum::<f64>() / shares.len() as f64 * 100.0)
+            })
+            .reduce(f64::max)
+    });
+    let (peak, from) = match (peak, hpa.current_cpu_utilization) {
+        (Some(p), _) => (p, "the per-pod series"),
+        (None, Some(c)) => (
+            f64::from(c),
+            "the HPA's own current utilisation (no time series)",
+        ),
+        (None, None) => {
+            return finding(
+                Verdict::Inconclusive,
+                "No CPU usage to compare with the target.".to_owned(),
+                None,
+                evidence,
+            );
+        }
+    };
+    evidence.push(Evidence::number(
+        "peak utilisation as the HPA computes it",
+        round(peak, 1),
+        "% of request",
+    ));
+    let request = requests.iter().map(|(_, r)| *r).fold(0.0, f64::max);
+    let (verdict, summary, cause) = if peak < f64::from(target) {
+        (
+            Verdict::Supported,
+            format!(
+                "At its peak the HPA sees {peak:.0} % of the {request}-core request (from {from}), under its {target} % target: it never scales out{}.",
+                if hpa.created_as_v1 {
+                    "; autoscaling/v1 only knows CPU"
+                } else {
+                    ""
+                }
+            ),
+            Some(format!(
+                "HPA peaks at {peak:.0} % of request, under its {target} % target"
+            )),
+        )
+    } else {
+        (
+            Verdict::Refuted,
+            format!(
+                "The HPA sees {peak:.0} % against a {target} % target: it can scale out (up to {}).",
+                hpa.max_replicas
+            ),
+            None,
+        )
+    };
+    finding(verdict, summary, cause, evidence)
+}
+
+fn deploy(workload: &Workload, classification: &Classification) -> Finding {
+    let rollout = workload.deployment.as_ref().and_then(|d| d.last_rollout);
+    let started = classification.figures.episode_started_at;
+    let mut evidence = Vec::new();
+    if let Some(r) = rollout {
+        evidence.push(Evidence::text(
+            "last rollout",
+            r.format("%Y-%m-%d %H:%M UTC").to_string(),
+        ));
+    }
+    if let Some(s) = started {
+        evidence.push(Evidence::text(
+            "first transition of this episode",
+            s.format("%Y-%m-%d %H:%M UTC").to_string(),
+        ));
+    }
+    let (verdict, summary) = match (rollout, started) {
+        (Some(r), Some(s)) if r > s => (
+            Verdict::Refuted,
+            format!(
+                "The last rollout came {} after the alarm's episode began: a red herring.",
+                human_duration(r - s)
+            ),
+        ),
+        (Some(r), Some(s)) if s - r <= DEPLOY_WINDOW => (
+            Verdict::Supported,
+            format!(
+                "The last rollout came {} before the first transition of this episode.",
+                human_duration(s - r)
+            ),
+        ),
+        (Some(r), Some(s)) => (
+            Verdict::Refuted,
+            format!(
+                "The last rollout came {} before the episode began: too long before to explain it.",
+                human_duration(s - r)
+            ),
+        ),
+        _ => (
+            Verdict::Inconclusive,
+            "The rollout time or the episode's start is unknown.".to_owned(),
+        ),
+    };
+    Finding {
+        id: "deploy.recent_change".to_owned(),
+        hypothesis: "A recent deploy caused it".to_owned(),
+        cause: (verdict == Verdict::Supported)
+            .then(|| "a deploy just before the first transition".to_owned()),
+        verdict,
+        summary,
+        evidence,
+        series: Vec::new(),
+    }
+}
+
+fn readiness(workload: &Workload) -> Finding {
+    let without: Vec<String> = workload
+        .pods
+        .iter()
+        .flat_map(|p| {
+            p.containers
+                .iter()
+                .filter(|c| !c.readiness_probe)
+                .map(move |c| format!("{}/{}", p.name, c.name))
+        })
+        .collect();
+    let (verdict, summary) = if workload.pods.is_empty() {
+        (Verdict::Inconclusive, "No pods to inspect.".to_owned())
+    } else if without.is_empty() {
+        (
+            Verdict::Refuted,
+            "Every container has a readiness probe.".to_owned(),
+        )
+    } else {
+        (
+            Verdict::Supported,
+            format!(
+                "{} container(s) behind the load balancer have no readiness probe: a pod receives traffic as soon as it starts. A naive probe on a CPU-bound app would fail under load and pull pods out exactly when they are needed.",
+                without.len()
+            ),
+        )
+    };
+    Finding {
+        id: "pods.readiness_probe_missing".to_owned(),
+        hypothesis: "Pods behind the load balancer lack a readiness probe".to_owned(),
+        verdict,
+        summary,
+        cause: None,
+        evidence: without
+            .iter()
+            .take(10)
+            .map(|c| Evidence::text("no readiness probe", c.clone()))
+            .collect(),
+        series: Vec::new(),
+    }
+}
+
+fn pending(workload: &Workload) -> Finding {
+    let pending: Vec<&crate::evidence::workload::PodInfo> = workload
+        .pods
+        .iter()
+        .filter(|p| p.phase == "Pending")
+        .collect();
+    let mut evidence: Vec<Evidence> = pending
+        .iter()
+        .map(|p| {
+            Evidence::text(
+                &p.name,
+                p.scheduling_messages
+                    .last()
+                    .cloned()
+                    .unwrap_or_else(|| "pending".to_owned()),
+            )
+        })
+        .collect();
+    for node in &workload.nodes {
+        evidence.push(Evidence::text(
+            &node.name,
+            format!(
+                "{:.2} of {:.2} cores requested",
+                node.requested_cpu, node.allocatable_cpu
+            ),
+        ));
+    }
+    let (verdict, summary) = if pending.is_empty() {
+        (
+            Verdict::Refuted,
+            format!(
+                "No pod of the workload is pending ({} running).",
+                workload.pods.len()
+            ),
+        )
+    } else {
+        (
+            Verdict::Supported,
+            format!(
+                "{} pod(s) pending: the cluster cannot place them.",
+                pending.len()
+            ),
+        )
+    };
+    Finding {
+        id: "capacity.pending_pods".to_owned(),
+        hypothesis: "Pods cannot be scheduled (capacity)".to_owned(),
+        cause: (verdict == Verdict::Supported).then(|| format!("{} pod(s) pending", pending.len())),
+        verdict,
+        summary,
+        evidence,
+        series: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,131 @@
+//! Nothing the bot is granted can change AWS or Kubernetes: the IAM policy
+//! allows only reads plus publishing to its own topic and queue, and the RBAC
+//! role only get/list/watch. A deliberately broken copy of each is caught.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly by design
+
+mod support;
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+const READ_PREFIXES: [&str; 3] = ["Describe", "Get", "List"];
+/// Writes the bot needs, each only on its own resource.
+const OWN_WRITES: [&str; 2] = ["sns:Publish", "sqs:SendMessage"];
+
+/// Every problem with an IAM policy document, empty when it is read-only.
+fn iam_problems(policy: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    for statement in policy["Statement"].as_array().unwrap() {
+        if statement["Effect"] != "Allow" {
+            problems.push(format!("unexpected Effect {}", statement["Effect"]));
+            continue;
+        }
+        let actions: Vec<&str> = match &statement["Action"] {
+            Value::String(a) => vec![a.as_str()],
+            Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+            other => {
+                problems.push(format!("unreadable Action {other}"));
+                continue;
+            }
+        };
+        for action in actions {
+            let verb = action.split_once(':').map_or(action, |(_, v)| v);
+            if OWN_WRITES.contains(&action) {
+                if statement["Resource"] == "*" {
+                    problems.push(format!(
+                        "{action} on every resource, not only the bot's own"
+                    ));
+                }
+            } else if verb.contains('*') || !READ_PREFIXES.iter().any(|p| verb.starts_with(p)) {
+                problems.push(format!("{action} is not a read action"));
+            }
+        }
+    }
+    problems
+}
+
+/// Every problem with RBAC documents (as JSON), empty when they are read-only.
+fn rbac_problems(documents: &[Value]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for doc in documents
+        .iter()
+        .filter(|d| d["kind"] == "ClusterRole" || d["kind"] == "Role")
+    {
+        for rule in doc["rules"].as_array().unwrap() {
+            for verb in rule["verbs"].as_array().unwrap() {
+                if !["get", "list", "watch"].contains(&verb.as_str().unwrap()) {
+                    problems.push(format!(
+                        "{} grants {verb} on {}",
+                        doc["metadata"]["name"], rule["resources"]
+                    ));
+                }
+            }
+            let resources: Vec<&str> = rule["resources"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            if resources.iter().any(|r| *r == "*" || *r == "secrets") {
+                problems.push(format!("{} reaches {resources:?}", doc["metadata"]["name"]));
+            }
+            if resources.contains(&"services/proxy")
+                && rule["resourceNames"]
+                    .as_array()
+                    .is_none_or(|n| n.is_empty())
+            {
+                problems.push("services/proxy on every service, not only Prometheus".to_owned());
+            }
+        }
+    }
+    problems
+}
+
+fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
+    let output = Command::new(support::repo_root().join(".venv/bin/python"))
+        .arg("-c")
+        .arg("import sys, json, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))")
+        .arg(path)
+        .output()
+        .expect("the project's virtualenv (scripts/setup.sh)");
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+#[test]
+fn the_iam_policy_grants_only_reads_and_the_bots_own_publishing() {
+    let policy: Value = serde_json::from_str(
+        &std::fs::read_to_string(support::repo_root().join("infra/iam/diagnose-policy.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(iam_problems(&policy), Vec::<String>::new());
+}
+
+#[test]
+fn a_write_action_or_a_wildcard_in_the_policy_is_caught() {
+    let broken = json!({"Statement": [
+        {"Effect": "Allow", "Action": ["cloudwatch:DescribeAlarms", "cloudwatch:SetAlarmState"], "Resource": "*"},
+        {"Effect": "Allow", "Action": "elasticloadbalancing:*", "Resource": "*"},
+        {"Effect": "Allow", "Action": "sns:Publish", "Resource": "*"}
+    ]});
+    let problems = iam_problems(&broken);
+    assert_eq!(problems.len(), 3, "{problems:?}");
+}
+
+#[test]
+fn the_rbac_role_grants_only_get_list_and_watch() {
+    let documents = yaml_documents(&support::repo_root().join("infra/k8s/clusterrole.yaml"));
+    assert!(documents.iter().any(|d| d["kind"] == "ClusterRole"));
+    assert_eq!(rbac_problems(&documents), Vec::<String>::new());
+}
+
+#[test]
+fn an_rbac_delete_is_caught() {
+    let mut documents = yaml_documents(&support::repo_root().join("infra/k8s/clusterrole.yaml"));
+    documents[0]["rules"][0]["verbs"] = json!(["get", "list", "delete"]);
+    documents[2]["rules"][0]["resourceNames"] = json!([]);
+    let problems = rbac_problems(&documents);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+}
