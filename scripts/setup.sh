@@ -13,10 +13,16 @@ if ! command -v prometheus >/dev/null || ! command -v promtool >/dev/null; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null
 fi
 
-stamp=.venv/.requirements
-if [ ! -x .venv/bin/python ] || ! cmp -s infra/local/requirements.txt "$stamp"; then
-  echo "== creating .venv and installing infra/local/requirements.txt"
-  python3 -m venv .venv
-  .venv/bin/pip install --quiet --disable-pip-version-check -r infra/local/requirements.txt
-  cp infra/local/requirements.txt "$stamp"
-fi
+# venv DIR REQUIREMENTS: (re)creates DIR when REQUIREMENTS changed.
+venv() {
+  local dir=$1 requirements=$2
+  if [ ! -x "$dir/bin/python" ] || ! cmp -s "$requirements" "$dir/.requirements"; then
+    echo "== creating $dir and installing $requirements"
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --quiet --disable-pip-version-check -r "$requirements"
+    cp "$requirements" "$dir/.requirements"
+  fi
+}
+venv .venv infra/local/requirements.txt
+venv .venv-deploy infra/deploy/requirements.txt

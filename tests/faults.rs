@@ -118,6 +118,15 @@ async fn a_live_diagnosis_validates_against_the_schema_and_reads_nothing_twice()
         "{calls:?}"
     );
     assert_eq!(calls.get("sns:Publish"), Some(&1), "{calls:?}");
+    let describe_cluster: u64 = calls
+        .iter()
+        .filter(|(k, _)| k.starts_with("eks:"))
+        .map(|(_, v)| v)
+        .sum();
+    assert_eq!(
+        describe_cluster, 1,
+        "one DescribeCluster per diagnosis: {calls:?}"
+    );
 }
 
 #[tokio::test]

@@ -61,7 +61,31 @@ impl PrometheusAccess {
 pub struct KubeSource {
     pub access: ClusterAccess,
     pub prometheus: Option<PrometheusAccess>,
+    /// The last connection, reused while its token is fresh (EKS tokens last 15 minutes).
+    connection: std::sync::Arc<tokio::sync::Mutex<Option<Connection>>>,
 }
+
+/// A connected client and what was learnt while connecting.
+#[derive(Clone)]
+struct Connection {
+    cluster: Option<String>,
+    client: kube::Client,
+    eks: Option<EksCluster>,
+    url: String,
+    made: std::time::Instant,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("cluster", &self.cluster)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reconnect (new token) after this long.
+const CONNECTION_TTL: Duration = Duration::from_secs(10 * 60);
 
 fn gap(reason: String, retryable: bool) -> Error {
     Error::Source {
@@ -72,8 +96,46 @@ fn gap(reason: String, retryable: bool) -> Error {
 }
 
 impl KubeSource {
-    /// A client for the cluster, and what EKS says about it (when it could be asked).
+    pub fn new(access: ClusterAccess, prometheus: Option<PrometheusAccess>) -> Self {
+        KubeSource {
+            access,
+            prometheus,
+            connection: Default::default(),
+        }
+    }
+
+    /// A client for the cluster, reusing the last one while it is fresh: one
+    /// DescribeCluster and one token per cluster and ten minutes, however many calls.
     async fn connect(
+        &self,
+        cluster: Option<&str>,
+    ) -> Result<(kube::Client, Option<EksCluster>, String)> {
+        let wanted = self
+            .access
+            .cluster_name
+            .as_deref()
+            .or(cluster)
+            .map(str::to_owned);
+        let mut cached = self.connection.lock().await;
+        if let Some(c) = cached
+            .as_ref()
+            .filter(|c| c.cluster == wanted && c.made.elapsed() < CONNECTION_TTL)
+        {
+            return Ok((c.client.clone(), c.eks.clone(), c.url.clone()));
+        }
+        let (client, eks, url) = self.connect_fresh(wanted.as_deref()).await?;
+        *cached = Some(Connection {
+            cluster: wanted,
+            client: client.clone(),
+            eks: eks.clone(),
+            url: url.clone(),
+            made: std::time::Instant::now(),
+        });
+        Ok((client, eks, url))
+    }
+
+    /// A client for the cluster, and what EKS says about it (when it could be asked).
+    async fn connect_fresh(
         &self,
         cluster: Option<&str>,
     ) -> Result<(kube::Client, Option<EksCluster>, String)> {
@@ -275,6 +337,14 @@ fn selector_string(selector: &BTreeMap<String, String>) -> String {
 }
 
 impl crate::evidence::KubernetesSource for KubeSource {
+    async fn prepare(&self) {
+        // Connect early when the cluster is known from configuration, so that
+        // DescribeCluster overlaps the load balancer calls instead of following them.
+        if self.access.cluster_name.is_some() || self.access.kubeconfig.is_some() {
+            let _ = self.connect(None).await;
+        }
+    }
+
     async fn workload(&self, target: &WorkloadTarget) -> Result<Workload> {
         let (client, eks, url) = self.connect(target.cluster.as_deref()).await?;
         let cluster = self

@@ -112,8 +112,8 @@ impl AwsSources {
         AwsSources {
             cloudwatch: cloudwatch::CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(config)),
             elbv2: elbv2::Elbv2Source::new(aws_sdk_elasticloadbalancingv2::Client::new(config)),
-            kubernetes: kubernetes::KubeSource {
-                access: kubernetes::ClusterAccess {
+            kubernetes: kubernetes::KubeSource::new(
+                kubernetes::ClusterAccess {
                     kubeconfig: cluster.kubeconfig.clone(),
                     cluster_name: cluster.cluster_name.clone(),
                     eks: aws_sdk_eks::Client::new(config),
@@ -124,7 +124,7 @@ impl AwsSources {
                     timeout: cluster.timeout,
                 },
                 prometheus,
-            },
+            ),
         }
     }
 }
@@ -244,6 +244,10 @@ mod delegation {
     }
 
     impl KubernetesSource for AwsSources {
+        async fn prepare(&self) {
+            self.kubernetes.prepare().await;
+        }
+
         async fn workload(&self, target: &WorkloadTarget) -> Result<Workload> {
             self.kubernetes.workload(target).await
         }

@@ -130,6 +130,8 @@ impl LoadBalancerSource for StaticSources {
 }
 
 impl KubernetesSource for StaticSources {
+    async fn prepare(&self) {}
+
     async fn workload(&self, _: &WorkloadTarget) -> Result<Workload> {
         self.enter(super::source::KUBERNETES).await?;
         self.workload.clone().ok_or_else(|| Error::Source {

@@ -103,6 +103,9 @@ pub trait LoadBalancerSource: Send + Sync {
 
 /// Port: the cluster behind a target group, and its pods' time series.
 pub trait KubernetesSource: Send + Sync {
+    /// Gets ready to answer (connects) while other sources are read; failures surface later.
+    fn prepare(&self) -> impl Future<Output = ()> + Send;
+
     /// Target group -> Service -> pods -> ReplicaSet -> Deployment, HPA, PodMetrics.
     fn workload(
         &self,
@@ -507,7 +510,13 @@ pub async fn gather<S: EvidenceSources>(
             groups,
         })
     };
-    let (history, definition, statistics, alb) = tokio::join!(history, definition, statistics, alb);
+    let prepare = async {
+        if plan.load_balancer_dimension.is_some() {
+            sources.prepare().await;
+        }
+    };
+    let (history, definition, statistics, alb, ()) =
+        tokio::join!(history, definition, statistics, alb, prepare);
 
     // The cluster, for the target group behind the breach.
     let mut workload = None;

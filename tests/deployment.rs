@@ -1,0 +1,221 @@
+//! template.yaml passes cfn-lint (1.53.3) and `sam validate`, grants only
+//! read actions plus publishing to its own topic and queues and reading its
+//! own secret; deliberately broken copies are caught.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly by design
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn venv(tool: &str) -> PathBuf {
+    support::repo_root().join(".venv-deploy/bin").join(tool)
+}
+
+fn cfn_lint(template: &Path) -> Output {
+    Command::new(venv("cfn-lint"))
+        .arg(template)
+        .output()
+        .expect("cfn-lint in .venv (scripts/setup.sh)")
+}
+
+fn sam_validate(template: &Path) -> Output {
+    Command::new(venv("sam"))
+        .args(["validate", "--region", "us-east-1", "-t"])
+        .arg(template)
+        .env("SAM_CLI_TELEMETRY", "0")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .env("AWS_ACCESS_KEY_ID", "testing")
+        .env("AWS_SECRET_ACCESS_KEY", "testing")
+        .output()
+        .expect("sam in .venv-deploy (scripts/setup.sh)")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn template() -> PathBuf {
+    support::repo_root().join("template.yaml")
+}
+
+/// The template as JSON; CloudFormation's short tags (!Ref, !Sub) become their long forms.
+fn template_json(path: &Path) -> Value {
+    let script = r#"
+import sys, json, yaml
+class Loader(yaml.SafeLoader): pass
+def tag(loader, suffix, node):
+    name = "Ref" if suffix == "Ref" else "Fn::" + suffix
+    if isinstance(node, yaml.ScalarNode): value = loader.construct_scalar(node)
+    elif isinstance(node, yaml.SequenceNode): value = loader.construct_sequence(node, deep=True)
+    else: value = loader.construct_mapping(node, deep=True)
+    return {name: value}
+Loader.add_multi_constructor("!", tag)
+print(json.dumps(yaml.load(open(sys.argv[1]), Loader=Loader)))
+"#;
+    let output = Command::new(venv("python"))
+        .arg("-c")
+        .arg(script)
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output));
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
+/// Actions the template grants that are not reads of other resources or writes to the bot's own.
+fn policy_problems(template: &Value) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (name, resource) in template["Resources"].as_object().unwrap() {
+        for policy in resource["Properties"]["Policies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            for statement in policy["Statement"].as_array().into_iter().flatten() {
+                if statement["Effect"] != "Allow" {
+                    problems.push(format!("{name}: Effect {}", statement["Effect"]));
+                }
+                let actions: Vec<&str> = match &statement["Action"] {
+                    Value::String(a) => vec![a.as_str()],
+                    Value::Array(a) => a.iter().filter_map(Value::as_str).collect(),
+                    _ => vec![],
+                };
+                for action in actions {
+                    let verb = action.split_once(':').map_or(action, |(_, v)| v);
+                    let own_write = [
+                        "sns:Publish",
+                        "sqs:SendMessage",
+                        "secretsmanager:GetSecretValue",
+                    ]
+                    .contains(&action);
+                    let read = ["Describe", "Get", "List"]
+                        .iter()
+                        .any(|p| verb.starts_with(p))
+                        && !verb.contains('*');
+                    if own_write && statement["Resource"] == "*" {
+                        problems.push(format!("{name}: {action} on every resource"));
+                    } else if !own_write && !read {
+                        problems.push(format!("{name}: {action} is not a read action"));
+                    }
+                }
+            }
+        }
+    }
+    problems
+}
+
+/// A copy of template.yaml with one edit, under target/.
+fn broken(name: &str, from: &str, to: &str) -> PathBuf {
+    let source = std::fs::read_to_string(template()).unwrap();
+    assert!(
+        source.contains(from),
+        "the template no longer contains {from:?}"
+    );
+    let dir = support::repo_root().join("target/templates");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("{name}-{}.yaml", std::process::id()));
+    std::fs::write(&path, source.replacen(from, to, 1)).unwrap();
+    path
+}
+
+#[test]
+fn the_template_passes_cfn_lint_and_sam_validate() {
+    let lint = cfn_lint(&template());
+    assert!(lint.status.success(), "cfn-lint:\n{}", text(&lint));
+    let sam = sam_validate(&template());
+    assert!(sam.status.success(), "sam validate:\n{}", text(&sam));
+    assert!(
+        text(&sam).contains("is a valid SAM Template"),
+        "{}",
+        text(&sam)
+    );
+}
+
+#[test]
+fn the_example_alarms_pass_cfn_lint() {
+    let lint = cfn_lint(&support::repo_root().join("infra/alarms/alb-target-group-alarms.yaml"));
+    assert!(lint.status.success(), "cfn-lint:\n{}", text(&lint));
+}
+
+#[test]
+fn the_template_grants_only_reads_and_the_bots_own_writes() {
+    assert_eq!(
+        policy_problems(&template_json(&template())),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn both_functions_run_as_the_card_says() {
+    let t = template_json(&template());
+    for function in ["DiagnoseFunction", "NotifySlackFunction"] {
+        let f = &t["Resources"][function];
+        assert_eq!(f["Type"], "AWS::Serverless::Function");
+        assert_eq!(f["Metadata"]["BuildMethod"], "rust-cargolambda");
+        assert!(
+            f["Properties"]["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]["Type"] == "SQS"
+        );
+        assert!(
+            f["Properties"]["ReservedConcurrentExecutions"]
+                .as_u64()
+                .is_some()
+        );
+    }
+    assert_eq!(t["Globals"]["Function"]["Runtime"], "provided.al2023");
+    assert_eq!(t["Globals"]["Function"]["Architectures"][0], "arm64");
+    assert_eq!(t["Globals"]["Function"]["Handler"], "bootstrap");
+}
+
+#[test]
+fn a_wrong_event_type_is_caught_by_the_validators() {
+    let path = broken(
+        "event-type",
+        "          Type: SNS\n          Properties:\n            Topic: !Ref DiagnosisTopic",
+        "          Type: SNSTopic\n          Properties:\n            Topic: !Ref DiagnosisTopic",
+    );
+    let lint = cfn_lint(&path);
+    let sam = sam_validate(&path);
+    assert!(
+        !lint.status.success() || !sam.status.success(),
+        "neither validator noticed:\n{}\n{}",
+        text(&lint),
+        text(&sam)
+    );
+}
+
+#[test]
+fn a_typo_in_an_iam_effect_is_caught_by_cfn_lint() {
+    let path = broken(
+        "effect",
+        "            - Sid: ReadAlarmsAndMetrics\n              Effect: Allow",
+        "            - Sid: ReadAlarmsAndMetrics\n              Effect: Alow",
+    );
+    let lint = cfn_lint(&path);
+    assert!(
+        !lint.status.success(),
+        "cfn-lint did not notice:\n{}",
+        text(&lint)
+    );
+}
+
+#[test]
+fn a_write_action_is_caught_by_the_read_only_check() {
+    let path = broken(
+        "write",
+        "cloudwatch:DescribeAlarms,",
+        "cloudwatch:SetAlarmState, cloudwatch:DescribeAlarms,",
+    );
+    let problems = policy_problems(&template_json(&path));
+    assert_eq!(
+        problems,
+        vec!["DiagnoseFunction: cloudwatch:SetAlarmState is not a read action".to_owned()]
+    );
+}
