@@ -199,14 +199,18 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
             headline = %diagnosis.headline,
             "alarm triaged"
         );
-        let published = match prepare(&diagnosis) {
-            Ok(outgoing) => {
-                if outgoing.shortened {
-                    tracing::warn!(diagnosis_id = %diagnosis.id, "diagnosis shortened to fit the message limit");
+        let published = if self.publisher.enabled() {
+            match prepare(&diagnosis) {
+                Ok(outgoing) => {
+                    if outgoing.shortened {
+                        tracing::warn!(diagnosis_id = %diagnosis.id, "diagnosis shortened to fit the message limit");
+                    }
+                    self.publisher.publish(&outgoing).await
                 }
-                self.publisher.publish(&outgoing).await
+                Err(e) => Err(e),
             }
-            Err(e) => Err(e),
+        } else {
+            Ok(Vec::new())
         };
         match published {
             Ok(published) => {

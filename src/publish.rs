@@ -153,6 +153,11 @@ fn fifo_group_id(key: &str) -> String {
 
 /// Port: somewhere diagnoses go.
 pub trait DiagnosisPublisher: Send + Sync {
+    /// Whether there is anywhere to publish to (when not, the message is not even built).
+    fn enabled(&self) -> bool {
+        true
+    }
+
     /// Publishes one diagnosis; returns a receipt per destination (e.g. `sns:<message id>`).
     fn publish(&self, outgoing: &Outgoing) -> impl Future<Output = Result<Vec<String>>> + Send;
 }
@@ -162,6 +167,10 @@ pub trait DiagnosisPublisher: Send + Sync {
 pub struct NoPublisher;
 
 impl DiagnosisPublisher for NoPublisher {
+    fn enabled(&self) -> bool {
+        false
+    }
+
     async fn publish(&self, _: &Outgoing) -> Result<Vec<String>> {
         Ok(Vec::new())
     }

@@ -156,6 +156,10 @@ impl Destinations {
 }
 
 impl crate::publish::DiagnosisPublisher for Destinations {
+    fn enabled(&self) -> bool {
+        !self.is_empty()
+    }
+
     /// Both destinations at once; either failing fails the publish, so that
     /// Lambda retries the event (the diagnosis id lets consumers drop the duplicate).
     async fn publish(&self, outgoing: &crate::publish::Outgoing) -> crate::Result<Vec<String>> {
