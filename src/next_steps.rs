@@ -178,7 +178,6 @@ pub fn propose(
             w.namespace, deployment
         );
         let limit = w.pods.iter().find_map(|p| p.cpu_limit);
-        let request = w.pods.iter().find_map(|p| p.cpu_request);
         let plateau = w
             .pods
             .iter()
@@ -209,21 +208,30 @@ pub fn propose(
         }
         if verdict("hpa.cannot_react") == Some(Verdict::Supported) {
             let hpa = w.hpa.clone().unwrap_or_else(|| deployment.clone());
-            let rationale = finding("hpa.cannot_react")
-                .map(|f| f.summary.clone())
-                .unwrap_or_default();
-            let suggested = request
-                .filter(|r| *r > 0.0 && plateau > 0.0)
-                .map(|r| ((plateau / r * 100.0) * 0.75 / 5.0).floor() * 5.0);
+            let finding = finding("hpa.cannot_react");
+            let rationale = finding.map(|f| f.summary.clone()).unwrap_or_default();
+            // The utilisation the HPA computes (mean over pods of usage / request) at its peak.
+            let peak = finding
+                .and_then(|f| {
+                    f.evidence
+                        .iter()
+                        .find(|e| e.name.starts_with("peak utilisation"))
+                })
+                .and_then(|e| e.value.as_f64());
+            let imbalanced = verdict("pods.imbalance") == Some(Verdict::Supported);
+            let proposal = match (&w.hpa, peak) {
+                (Some(_), Some(_)) if imbalanced => {
+                    "Do not count on the HPA here: the mean it scales on hides the one hot pod; fix that pod first".to_owned()
+                }
+                (Some(_), Some(peak)) => format!(
+                    "Lower the HPA's CPU target to about {:.0} % so that the {peak:.0} % the pods can reach triggers scaling",
+                    (peak * 0.75 / 5.0).floor() * 5.0
+                ),
+                (Some(_), None) => "Make the HPA able to see the load (CPU requests set, a target the pods can reach)".to_owned(),
+                (None, _) => format!("Consider an HPA for {deployment}"),
+            };
             steps.push(NextStep {
-                proposal: match (&w.hpa, suggested) {
-                    (Some(_), Some(target)) => format!(
-                        "Lower the HPA's CPU target to about {target:.0} % so that what a pod can reach ({:.0} % of its request) triggers scaling",
-                        plateau / request.unwrap_or(1.0) * 100.0
-                    ),
-                    (Some(_), None) => "Make the HPA able to see the load (CPU requests set, a target the pods can reach)".to_owned(),
-                    (None, _) => format!("Consider an HPA for {deployment}"),
-                },
+                proposal,
                 rationale,
                 trade_offs: Some("A lower target keeps more pods running at rest (cost); raise maxReplicas with it so scaling has room; autoscaling/v2 can also scale on request rate per target.".to_owned()),
                 commands: vec![

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use super::one_line;
 use super::sparkline::series_sparkline;
+use super::{one_line, truncate};
 use crate::classify::human_duration;
 use crate::diagnosis::{Diagnosis, ReportKind, Verdict};
 
@@ -111,6 +111,60 @@ pub fn render(d: &Diagnosis) -> String {
                 );
             }
         }
+        out.push('\n');
+    }
+
+    if let Some(w) = &d.workload {
+        push_wrapped(
+            &mut out,
+            "",
+            &format!(
+                "WORKLOAD {}/{}{}{}",
+                one_line(&w.namespace),
+                one_line(&w.service),
+                w.deployment
+                    .as_deref()
+                    .map(|n| format!(", deployment {}", one_line(n)))
+                    .unwrap_or_default(),
+                w.hpa
+                    .as_deref()
+                    .map(|n| format!(", HPA {}", one_line(n)))
+                    .unwrap_or_default(),
+            ),
+        );
+        let cores = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+        let _ = writeln!(
+            out,
+            "  {:<30} {:>6} {:>7} {:>6}  {}",
+            "pod", "cpu*", "request", "limit", "state"
+        );
+        for p in &w.pods {
+            let _ = writeln!(
+                out,
+                "  {:<30} {:>6} {:>7} {:>6}  {}{}",
+                truncate(&one_line(&p.name), 30),
+                cores(p.cpu_while_breaching),
+                cores(p.cpu_request),
+                cores(p.cpu_limit),
+                one_line(&p.phase),
+                if p.restarts > 0 {
+                    format!(", {} restarts", p.restarts)
+                } else {
+                    String::new()
+                }
+            );
+        }
+        push_wrapped(
+            &mut out,
+            "  ",
+            &format!(
+                "* cores used, 90th percentile while the alarm breached{}",
+                w.series_origin
+                    .as_deref()
+                    .map(|o| format!(" ({})", one_line(o)))
+                    .unwrap_or_default()
+            ),
+        );
         out.push('\n');
     }
 
