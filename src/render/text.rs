@@ -135,8 +135,8 @@ pub fn render(d: &Diagnosis) -> String {
         let cores = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
         let _ = writeln!(
             out,
-            "  {:<30} {:>6} {:>7} {:>6}  {}",
-            "pod", "cpu*", "request", "limit", "state"
+            "  {:<30} {:>6} {:>7} {:>6}  state",
+            "pod", "cpu*", "request", "limit"
         );
         for p in &w.pods {
             let _ = writeln!(
