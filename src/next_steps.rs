@@ -5,6 +5,7 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 
 use crate::classify::{Behaviour, Classification};
 use crate::diagnosis::{AlarmFacts, Command, NextStep, ReportKind, Verdict};
+use crate::evidence::model::load_balancer_name;
 use crate::findings::Decided;
 
 /// Quotes a value for a POSIX shell, so names from an alarm cannot break out of a command.
@@ -50,15 +51,6 @@ fn region_flag(alarm: &AlarmFacts) -> String {
         .as_deref()
         .map(|r| format!(" --region {}", shell_quote(r)))
         .unwrap_or_default()
-}
-
-/// The load balancer's name from its `LoadBalancer` dimension (`app/<name>/<id>`).
-pub fn load_balancer_name(dimension_value: &str) -> Option<&str> {
-    let mut parts = dimension_value.split('/');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some("app" | "net" | "gwy"), Some(name), Some(_)) if !name.is_empty() => Some(name),
-        _ => None,
-    }
 }
 
 /// Proposals that follow from what is known about the alarm and its behaviour.
@@ -461,14 +453,5 @@ mod tests {
         assert_eq!(shell_quote("x'; rm -rf /"), r"'x'\''; rm -rf /'");
         assert_eq!(shell_quote("$(id)"), "'$(id)'");
         assert_eq!(shell_quote(""), "''");
-    }
-
-    #[test]
-    fn load_balancer_names_come_from_the_dimension() {
-        assert_eq!(
-            load_balancer_name("app/k8s-shop-a1b2c3/50dc6c495c0c9188"),
-            Some("k8s-shop-a1b2c3")
-        );
-        assert_eq!(load_balancer_name("i-123"), None);
     }
 }

@@ -9,10 +9,11 @@ use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify, human_
 use crate::diagnosis::{
     AlarmFacts, Diagnosis, DiagnosisId, Finding, Link, ReportKind, SCHEMA, Severity, Verdict,
 };
+use crate::evidence::model::load_balancer_name;
 use crate::evidence::{GatheredEvidence, plan};
 use crate::findings;
 use crate::history::AlarmHistory;
-use crate::next_steps::{load_balancer_name, propose};
+use crate::next_steps::propose;
 
 /// Builds the diagnosis (for an ALARM transition) or resolution report (for leaving ALARM).
 pub fn assemble(

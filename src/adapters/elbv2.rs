@@ -7,9 +7,9 @@ use futures_util::future::try_join_all;
 
 use super::{sdk_failure, service_error_code};
 use crate::error::Result;
+use crate::evidence::model::load_balancer_name;
 use crate::evidence::model::{LoadBalancer, Tags, TargetGroup, TargetHealth, TargetType};
 use crate::evidence::{LoadBalancerSource, source};
-use crate::next_steps::load_balancer_name;
 
 /// DescribeTags takes at most 20 resources a call.
 const MAX_TAG_ARNS: usize = 20;

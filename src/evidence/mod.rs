@@ -460,7 +460,7 @@ pub async fn gather<S: EvidenceSources>(
             });
         };
         let load_balancer = LoadBalancer {
-            name: crate::next_steps::load_balancer_name(dimension)
+            name: model::load_balancer_name(dimension)
                 .unwrap_or(dimension)
                 .to_owned(),
             arn,

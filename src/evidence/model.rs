@@ -60,6 +60,15 @@ impl MetricSeries {
     }
 }
 
+/// The load balancer's name from its `LoadBalancer` dimension (`app/<name>/<id>`).
+pub fn load_balancer_name(dimension_value: &str) -> Option<&str> {
+    let mut parts = dimension_value.split('/');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some("app" | "net" | "gwy"), Some(name), Some(_)) if !name.is_empty() => Some(name),
+        _ => None,
+    }
+}
+
 /// A load balancer, found from the `LoadBalancer` dimension of an alarm.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LoadBalancer {
@@ -139,3 +148,17 @@ pub struct TargetGroupDetails {
 
 /// Resource tags by ARN.
 pub type Tags = BTreeMap<String, String>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_balancer_names_come_from_the_dimension() {
+        assert_eq!(
+            load_balancer_name("app/k8s-shop-a1b2c3/50dc6c495c0c9188"),
+            Some("k8s-shop-a1b2c3")
+        );
+        assert_eq!(load_balancer_name("i-123"), None);
+    }
+}
