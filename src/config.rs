@@ -44,13 +44,7 @@ impl Config {
 
     /// Reads from any lookup (tests pass a map).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
-        let region = lookup("AWS_REGION")
-            .or_else(|| lookup("AWS_DEFAULT_REGION"))
-            .filter(|r| !r.trim().is_empty())
-            .ok_or(Error::Config {
-                variable: "AWS_REGION",
-                problem: "is not set; expected a region code such as eu-west-1".to_owned(),
-            })?;
+        let region = region(&lookup)?;
         let defaults = ClassifierConfig::default();
         let classifier = ClassifierConfig {
             lookback_seconds: parse(
@@ -170,6 +164,129 @@ impl Config {
     }
 }
 
+fn region(lookup: &impl Fn(&str) -> Option<String>) -> Result<String> {
+    lookup("AWS_REGION")
+        .or_else(|| lookup("AWS_DEFAULT_REGION"))
+        .filter(|r| !r.trim().is_empty())
+        .ok_or(Error::Config {
+            variable: "AWS_REGION",
+            problem: "is not set; expected a region code such as eu-west-1".to_owned(),
+        })
+}
+
+/// Where the Slack webhook URL(s) or bot token are kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SecretLocation {
+    /// `SLACK_SECRET_ID`: a Secrets Manager secret (name or ARN).
+    SecretsManager(String),
+    /// `SLACK_SECRET_PARAMETER`: an SSM SecureString parameter (name or ARN).
+    SsmParameter(String),
+}
+
+impl std::fmt::Display for SecretLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SecretLocation::SecretsManager(id) => write!(f, "Secrets Manager secret {id}"),
+            SecretLocation::SsmParameter(name) => write!(f, "SSM parameter {name}"),
+        }
+    }
+}
+
+/// Settings of the notify-slack function.
+#[derive(Debug, Clone)]
+pub struct NotifyConfig {
+    pub region: String,
+    pub secret: SecretLocation,
+    /// `SLACK_ROUTES` as given (parsed into routes by [`crate::notify::route::Routes`]).
+    pub routes: crate::notify::route::Routes,
+    /// `SLACK_CHANNEL`: where everything goes without `SLACK_ROUTES`.
+    pub default_channel: Option<String>,
+    /// `SLACK_THREAD_TABLE`: the DynamoDB table threads are remembered in (bot token only).
+    pub thread_table: Option<String>,
+    /// `SLACK_THREAD_HOURS`: how long later reports go under the first one.
+    pub thread_lifetime: chrono::Duration,
+    /// `SLACK_API_URL`: the Web API's base URL.
+    pub api_url: String,
+    /// `SLACK_TIMEOUT_MS`: timeout of one request to Slack.
+    pub request_timeout: Duration,
+    /// `SLACK_DEADLINE_MARGIN_MS`: no retry is started this close to the invocation's deadline.
+    pub deadline_margin: Duration,
+}
+
+impl NotifyConfig {
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let region = region(&lookup)?;
+        let secret = match (
+            non_empty(&lookup, "SLACK_SECRET_ID"),
+            non_empty(&lookup, "SLACK_SECRET_PARAMETER"),
+        ) {
+            (Some(id), None) => SecretLocation::SecretsManager(id),
+            (None, Some(name)) => SecretLocation::SsmParameter(name),
+            (None, None) => {
+                return Err(Error::Config {
+                    variable: "SLACK_SECRET_ID",
+                    problem: "is not set, and neither is SLACK_SECRET_PARAMETER; name the Secrets Manager secret or the SSM SecureString that holds the webhook URL or bot token".to_owned(),
+                });
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::Config {
+                    variable: "SLACK_SECRET_ID",
+                    problem: "and SLACK_SECRET_PARAMETER are both set; expected exactly one"
+                        .to_owned(),
+                });
+            }
+        };
+        let default_channel = non_empty(&lookup, "SLACK_CHANNEL");
+        let routes = crate::notify::route::Routes::parse(
+            lookup(crate::notify::route::ROUTES_VARIABLE).as_deref(),
+            default_channel
+                .as_deref()
+                .unwrap_or(crate::notify::credentials::DEFAULT_WEBHOOK),
+        )?;
+        let api_url = non_empty(&lookup, "SLACK_API_URL")
+            .unwrap_or_else(|| "https://slack.com/api".to_owned())
+            .trim_end_matches('/')
+            .to_owned();
+        crate::notify::credentials::check_url(&api_url).map_err(|problem| Error::Config {
+            variable: "SLACK_API_URL",
+            problem: format!("is {api_url:?}: {problem}"),
+        })?;
+        Ok(NotifyConfig {
+            region,
+            secret,
+            routes,
+            default_channel,
+            thread_table: non_empty(&lookup, "SLACK_THREAD_TABLE"),
+            thread_lifetime: chrono::Duration::hours(parse(
+                &lookup,
+                "SLACK_THREAD_HOURS",
+                24i64,
+                1,
+                24 * 30,
+            )?),
+            api_url,
+            request_timeout: Duration::from_millis(parse(
+                &lookup,
+                "SLACK_TIMEOUT_MS",
+                5_000u64,
+                100,
+                60_000,
+            )?),
+            deadline_margin: Duration::from_millis(parse(
+                &lookup,
+                "SLACK_DEADLINE_MARGIN_MS",
+                1_000u64,
+                0,
+                60_000,
+            )?),
+        })
+    }
+}
+
 fn non_empty(lookup: &impl Fn(&str) -> Option<String>, variable: &str) -> Option<String> {
     lookup(variable)
         .map(|v| v.trim().to_owned())
@@ -271,6 +388,39 @@ mod tests {
                 .to_string()
                 .contains("my-topic")
         );
+    }
+
+    #[test]
+    fn notify_needs_exactly_one_secret_location() {
+        let err = NotifyConfig::from_lookup(lookup(&[("AWS_REGION", "eu-west-1")])).unwrap_err();
+        assert!(err.to_string().contains("SLACK_SECRET_PARAMETER"), "{err}");
+        let both = NotifyConfig::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("SLACK_SECRET_ID", "a"),
+            ("SLACK_SECRET_PARAMETER", "/b"),
+        ]));
+        assert!(both.is_err());
+        let ssm = NotifyConfig::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("SLACK_SECRET_PARAMETER", "/alarm-triage/slack"),
+        ]))
+        .unwrap();
+        assert_eq!(
+            ssm.secret,
+            SecretLocation::SsmParameter("/alarm-triage/slack".into())
+        );
+        assert_eq!(ssm.api_url, "https://slack.com/api");
+    }
+
+    #[test]
+    fn a_plain_http_slack_api_url_is_refused_off_loopback() {
+        let err = NotifyConfig::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("SLACK_SECRET_ID", "a"),
+            ("SLACK_API_URL", "http://slack.example.com/api"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("SLACK_API_URL"), "{err}");
     }
 
     #[test]

@@ -84,6 +84,34 @@ pub enum Error {
         reason: String,
     },
 
+    /// Slack refused a message for good (the error string says why); the event
+    /// fails so it reaches the on-failure destination.
+    #[error("Slack refused the message to {destination}: HTTP {status} {error}; {advice}")]
+    SlackRejected {
+        destination: String,
+        status: u16,
+        error: String,
+        advice: &'static str,
+    },
+
+    /// Slack kept answering 429 or 5xx (or could not be reached) until the deadline.
+    #[error(
+        "Slack did not take the message to {destination} after {attempts} attempts within the invocation's deadline: {last}"
+    )]
+    SlackUnavailable {
+        destination: String,
+        attempts: u32,
+        last: String,
+    },
+
+    /// The Slack secret holds something unusable (described by shape, never by value).
+    #[error("the Slack secret {secret}: {problem}")]
+    Secret { secret: String, problem: String },
+
+    /// A message on the diagnosis topic that is not a diagnosis this version reads.
+    #[error("SNS message {message_id} is not an alarm-triage diagnosis: {problem}")]
+    NotADiagnosis { message_id: String, problem: String },
+
     /// Rendering or serialising a diagnosis failed (a bug, not bad input).
     #[error("could not serialise the diagnosis: {0}")]
     Serialise(#[source] serde_json::Error),
@@ -104,7 +132,7 @@ impl Error {
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Source { retryable, .. } => *retryable,
-            Error::Publish { .. } => true,
+            Error::Publish { .. } | Error::SlackUnavailable { .. } => true,
             _ => false,
         }
     }
@@ -138,6 +166,10 @@ impl Error {
             Error::MalformedAlarmNotification { .. } => "malformed_alarm_notification",
             Error::Source { .. } => "evidence_source",
             Error::Publish { .. } => "publish",
+            Error::SlackRejected { .. } => "slack_rejected",
+            Error::SlackUnavailable { .. } => "slack_unavailable",
+            Error::Secret { .. } => "slack_secret",
+            Error::NotADiagnosis { .. } => "not_a_diagnosis",
             Error::Serialise(_) => "serialise",
             Error::Config { .. } => "config",
         }

@@ -2,9 +2,12 @@
 //! One per technology, each built once per cold start.
 
 pub mod cloudwatch;
+pub mod dynamodb;
 pub mod eks;
 pub mod elbv2;
 pub mod kubernetes;
+pub mod secrets;
+pub mod slack;
 pub mod sns;
 pub mod sqs;
 

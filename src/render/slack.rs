@@ -35,6 +35,11 @@ pub fn escape(text: &str) -> String {
     out
 }
 
+/// As [`escape`], keeping line breaks (for the plain-text report).
+pub fn escape_multiline(text: &str) -> String {
+    text.lines().map(escape).collect::<Vec<_>>().join("\n")
+}
+
 /// Escapes text for inside a ``` code block (also keeps the fence from being closed early).
 fn escape_code(text: &str) -> String {
     escape(text).replace("```", "'''")

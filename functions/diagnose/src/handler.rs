@@ -3,10 +3,11 @@
 //! (they would fail the same way again); only internal failures fail the
 //! invocation, so that Lambda's retries and on-failure destination keep the event.
 
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
 
 use alarm_triage::config::Config;
 use alarm_triage::evidence::{Collection, EvidenceSources};
+use alarm_triage::invocation::remaining_time;
 use alarm_triage::pipeline::{Now, Outcome, Triage};
 use alarm_triage::publish::DiagnosisPublisher;
 use lambda_runtime::{Diagnostic, LambdaEvent};
@@ -82,21 +83,6 @@ pub async fn handle<S: EvidenceSources, P: DiagnosisPublisher>(
     Ok(json!({ "records": records, "diagnoses": reports }))
 }
 
-/// Time left before the invocation's deadline.
-///
-/// Lambda sends the deadline as epoch milliseconds. cargo-lambda's runtime
-/// emulator sends the function timeout itself (e.g. 600000); a value that
-/// cannot be an epoch time (before 2001) is read as the time left.
-fn remaining_time(deadline_ms: u64, now: SystemTime) -> Duration {
-    const EPOCH_MS_2001: u64 = 1_000_000_000_000;
-    if deadline_ms < EPOCH_MS_2001 {
-        return Duration::from_millis(deadline_ms);
-    }
-    (SystemTime::UNIX_EPOCH + Duration::from_millis(deadline_ms))
-        .duration_since(now)
-        .unwrap_or(Duration::ZERO)
-}
-
 /// An internal failure fails the invocation, so Lambda retries it and keeps it on failure.
 fn failure(e: &alarm_triage::Error) -> Diagnostic {
     tracing::error!(error_kind = e.kind(), error = %e, "invocation failed");
@@ -114,6 +100,7 @@ mod tests {
     use alarm_triage::history::StateChange;
     use chrono::{Duration as ChronoDuration, Utc};
     use lambda_runtime::Context;
+    use std::time::Duration;
 
     /// A flapping history: 9 OK -> ALARM cycles every 40 minutes up to now.
     fn flapping() -> StaticSources {
@@ -162,17 +149,6 @@ mod tests {
     fn event(name: &str) -> Value {
         let path = format!("{}/../../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
         serde_json::from_str(&std::fs::read_to_string(path).expect("event file")).expect("json")
-    }
-
-    #[test]
-    fn the_deadline_is_read_as_epoch_milliseconds_or_as_the_emulators_timeout() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        assert_eq!(
-            remaining_time(1_800_000_012_000, now),
-            Duration::from_secs(12)
-        );
-        assert_eq!(remaining_time(1_799_999_999_000, now), Duration::ZERO);
-        assert_eq!(remaining_time(600_000, now), Duration::from_secs(600));
     }
 
     #[tokio::test]

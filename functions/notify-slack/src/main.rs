@@ -1,6 +1,23 @@
-//! The notify-slack Lambda: posts diagnoses from the diagnosis topic to Slack.
-//! Its delivery (webhook, retries, threading) arrives with the subscribers issue;
-//! until then it renders each diagnosis and logs its id, which keeps the
-//! rendering path exercised in the deployed stack.
+//! The notify-slack Lambda: diagnoses from the diagnosis topic, posted to Slack.
 
-fn main() {}
+mod handler;
+
+use alarm_triage::adapters::secrets::SecretReader;
+use alarm_triage::config::NotifyConfig;
+use alarm_triage::telemetry::{LogFormat, init};
+use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    init(LogFormat::Json);
+    let config = NotifyConfig::from_env()?;
+    let aws = aws_config::from_env()
+        .region(aws_config::Region::new(config.region.clone()))
+        .load()
+        .await;
+    let state = handler::State::new(config, SecretReader::new(&aws), aws);
+    run(service_fn(|event: LambdaEvent<serde_json::Value>| {
+        handler::handle(&state, event)
+    }))
+    .await
+}

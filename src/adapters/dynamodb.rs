@@ -1,0 +1,105 @@
+//! DynamoDB as the thread store: one item per alarm and channel, written with
+//! a condition so two invocations cannot both start the thread, and a TTL
+//! attribute (`expires_at`) so DynamoDB removes closed threads by itself.
+
+use aws_config::SdkConfig;
+use aws_sdk_dynamodb::types::AttributeValue;
+use chrono::{DateTime, Utc};
+
+use super::{sdk_failure, service_error_code};
+use crate::error::{Error, Result};
+use crate::notify::thread::{Thread, ThreadKey, ThreadStore};
+
+/// The table: partition key `thread_key` (string), TTL attribute `expires_at`.
+#[derive(Debug, Clone)]
+pub struct DynamoDbThreads {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+impl DynamoDbThreads {
+    pub fn new(aws: &SdkConfig, table: String) -> Self {
+        DynamoDbThreads {
+            client: aws_sdk_dynamodb::Client::new(aws),
+            table,
+        }
+    }
+}
+
+fn unreadable(table: &str, what: &str) -> Error {
+    Error::Source {
+        source_name: "dynamodb",
+        reason: format!("the item in {table} has no readable {what}"),
+        retryable: false,
+    }
+}
+
+impl ThreadStore for DynamoDbThreads {
+    async fn find(&self, key: &ThreadKey) -> Result<Option<Thread>> {
+        let answer = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("thread_key", AttributeValue::S(key.as_str().to_owned()))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| {
+                sdk_failure(
+                    "dynamodb",
+                    &format!("dynamodb:GetItem on {}", self.table),
+                    &e,
+                )
+            })?;
+        let Some(item) = answer.item() else {
+            return Ok(None);
+        };
+        let text = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+        let time = |name: &str| -> Result<DateTime<Utc>> {
+            item.get(name)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse::<i64>().ok())
+                .and_then(|secs| DateTime::from_timestamp(secs, 0))
+                .ok_or_else(|| unreadable(&self.table, name))
+        };
+        Ok(Some(Thread {
+            channel_id: text("channel_id").ok_or_else(|| unreadable(&self.table, "channel_id"))?,
+            ts: text("ts").ok_or_else(|| unreadable(&self.table, "ts"))?,
+            started_at: time("started_at")?,
+            expires_at: time("expires_at")?,
+        }))
+    }
+
+    async fn remember(&self, key: &ThreadKey, thread: &Thread, now: DateTime<Utc>) -> Result<bool> {
+        let answer = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("thread_key", AttributeValue::S(key.as_str().to_owned()))
+            .item("channel_id", AttributeValue::S(thread.channel_id.clone()))
+            .item("ts", AttributeValue::S(thread.ts.clone()))
+            .item(
+                "started_at",
+                AttributeValue::N(thread.started_at.timestamp().to_string()),
+            )
+            .item(
+                "expires_at",
+                AttributeValue::N(thread.expires_at.timestamp().to_string()),
+            )
+            .condition_expression("attribute_not_exists(thread_key) OR expires_at <= :now")
+            .expression_attribute_values(":now", AttributeValue::N(now.timestamp().to_string()))
+            .send()
+            .await;
+        match answer {
+            Ok(_) => Ok(true),
+            Err(e) if service_error_code(&e) == Some("ConditionalCheckFailedException") => {
+                Ok(false)
+            }
+            Err(e) => Err(sdk_failure(
+                "dynamodb",
+                &format!("dynamodb:PutItem on {}", self.table),
+                &e,
+            )),
+        }
+    }
+}

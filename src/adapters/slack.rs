@@ -1,0 +1,153 @@
+//! Slack over HTTPS: incoming webhooks and the Web API's `chat.postMessage`.
+//! The webhook URL and the token are secrets: they go into requests and
+//! nowhere else (errors here describe the transport, never the URL).
+
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::Bytes;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use secrecy::{ExposeSecret, SecretString};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::notify::answer::{self, Answer, HttpAnswer};
+use crate::notify::credentials::SlackCredentials;
+use crate::notify::delivery::SlackPoster;
+
+/// Slack's answers are short; a longer body is cut (it would only be logged).
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// Posts to Slack with the credentials from the secret.
+#[derive(Debug, Clone)]
+pub struct SlackWebhook {
+    client: Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    credentials: SlackCredentials,
+    /// Base URL of the Web API (`https://slack.com/api`).
+    api_url: String,
+}
+
+impl SlackWebhook {
+    /// One HTTPS client per cold start, trusting the system's roots.
+    pub fn new(credentials: SlackCredentials, api_url: String) -> Result<Self> {
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()
+            .map_err(|e| Error::Config {
+                variable: "SSL_CERT_FILE",
+                problem: format!("no trusted root certificates could be loaded ({e}); expected the system's CA bundle"),
+            })?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        Ok(SlackWebhook {
+            client: Client::builder(TokioExecutor::new()).build(https),
+            credentials,
+            api_url,
+        })
+    }
+
+    async fn send(
+        &self,
+        url: &str,
+        token: Option<&SecretString>,
+        body: &Value,
+        timeout: Duration,
+    ) -> std::result::Result<HttpAnswer, String> {
+        let mut request = http::Request::post(url).header(
+            http::header::CONTENT_TYPE,
+            "application/json; charset=utf-8",
+        );
+        if let Some(token) = token {
+            request = request.header(
+                http::header::AUTHORIZATION,
+                format!("Bearer {}", token.expose_secret()),
+            );
+        }
+        let request = request
+            .body(Full::new(Bytes::from(body.to_string())))
+            .map_err(|_| {
+                "the request could not be built (malformed URL in the secret or SLACK_API_URL)"
+                    .to_owned()
+            })?;
+        let exchange = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| transport(&e))?;
+            let status = response.status().as_u16();
+            let retry_after = response
+                .headers()
+                .get(http::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let bytes = http_body_util::Limited::new(response.into_body(), MAX_ANSWER_BYTES)
+                .collect()
+                .await
+                .map_err(|e| format!("reading the answer failed: {e}"))?
+                .to_bytes();
+            Ok(HttpAnswer {
+                status,
+                retry_after,
+                body: String::from_utf8_lossy(&bytes).into_owned(),
+            })
+        };
+        tokio::time::timeout(timeout, exchange)
+            .await
+            .map_err(|_| format!("no answer within {} ms", timeout.as_millis()))?
+    }
+}
+
+/// Describes a transport failure by its causes (connect, TLS, reset), which never include the URL.
+fn transport(e: &hyper_util::client::legacy::Error) -> String {
+    let mut text = if e.is_connect() {
+        "could not connect".to_owned()
+    } else {
+        "request failed".to_owned()
+    };
+    let mut source = std::error::Error::source(e);
+    while let Some(cause) = source {
+        text.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    text
+}
+
+impl SlackPoster for SlackWebhook {
+    fn web_api(&self) -> bool {
+        self.credentials.can_thread()
+    }
+
+    async fn post(&self, channel: &str, body: &Value, timeout: Duration) -> Answer {
+        let (answer, read): (_, fn(&HttpAnswer) -> Answer) = match &self.credentials {
+            SlackCredentials::Webhooks(webhooks) => {
+                let Some(url) = webhooks.get(channel) else {
+                    return Answer::Rejected {
+                        status: 0,
+                        error: format!("no webhook for {channel} in the secret"),
+                    };
+                };
+                (
+                    self.send(url.expose_secret(), None, body, timeout).await,
+                    answer::from_webhook,
+                )
+            }
+            SlackCredentials::BotToken(token) => (
+                self.send(
+                    &format!("{}/chat.postMessage", self.api_url),
+                    Some(token),
+                    body,
+                    timeout,
+                )
+                .await,
+                answer::from_web_api,
+            ),
+        };
+        match answer {
+            Ok(http) => read(&http),
+            Err(reason) => Answer::Unavailable { reason },
+        }
+    }
+}

@@ -1,0 +1,335 @@
+//! Delivering a diagnosis to Slack: route it, thread it, post it, and retry
+//! what Slack asks us to retry, within the invocation's deadline.
+//!
+//! Retrying is decided by [`next_step`], a pure function of the answer, the
+//! attempt and the time left; the loop around it only posts and sleeps.
+
+use std::future::Future;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use super::answer::{Answer, advice};
+use super::message::{Placement, SlackMessage, compose};
+use super::route::{Route, Routes};
+use super::thread::{Thread, ThreadKey, ThreadStore};
+use crate::diagnosis::Diagnosis;
+use crate::error::{Error, Result};
+
+/// Port: something that posts a JSON body to Slack for a channel.
+pub trait SlackPoster: Send + Sync {
+    /// `chat.postMessage` (true) or incoming webhooks (false).
+    fn web_api(&self) -> bool;
+
+    /// Posts once. Transport failures and timeouts come back as [`Answer::Unavailable`].
+    fn post(
+        &self,
+        channel: &str,
+        body: &Value,
+        timeout: Duration,
+    ) -> impl Future<Output = Answer> + Send;
+}
+
+/// How hard to try.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Backoff after the first 5xx; doubled each time up to `max_backoff`.
+    pub first_backoff: Duration,
+    pub max_backoff: Duration,
+    /// Attempts per message, fallback included.
+    pub max_attempts: u32,
+    /// Timeout of one request.
+    pub request_timeout: Duration,
+    /// No retry starts unless this much time would be left for its request.
+    pub room_for_a_request: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            first_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(4),
+            max_attempts: 6,
+            request_timeout: Duration::from_secs(5),
+            room_for_a_request: Duration::from_secs(1),
+        }
+    }
+}
+
+/// What to do after an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Step {
+    Done {
+        channel_id: Option<String>,
+        ts: Option<String>,
+    },
+    RetryAfter(Duration),
+    FallBackToText,
+    Fail(Box<FailedDelivery>),
+}
+
+/// Why a message could not be delivered (boxed: it is the rare path).
+#[derive(Debug, Clone, PartialEq)]
+pub struct FailedDelivery {
+    pub permanent: bool,
+    pub status: u16,
+    pub error: String,
+}
+
+/// Decides the next step after `attempt` (1-based) got `answer`, with `left` before the deadline.
+pub fn next_step(
+    answer: &Answer,
+    attempt: u32,
+    sent_as_text: bool,
+    left: Duration,
+    policy: &RetryPolicy,
+) -> Step {
+    let retry = |wait: Duration, why: String| {
+        if attempt < policy.max_attempts && wait + policy.room_for_a_request <= left {
+            Step::RetryAfter(wait)
+        } else {
+            Step::Fail(Box::new(FailedDelivery {
+                permanent: false,
+                status: 0,
+                error: why,
+            }))
+        }
+    };
+    match answer {
+        Answer::Posted { channel_id, ts } => Step::Done {
+            channel_id: channel_id.clone(),
+            ts: ts.clone(),
+        },
+        Answer::RateLimited { retry_after } => retry(
+            *retry_after,
+            format!(
+                "rate limited (429, Retry-After {} s) with {} ms left",
+                retry_after.as_secs(),
+                left.as_millis()
+            ),
+        ),
+        Answer::Unavailable { reason } => {
+            let doubling = 2u32.saturating_pow(attempt.saturating_sub(1).min(16));
+            let wait = policy
+                .first_backoff
+                .saturating_mul(doubling)
+                .min(policy.max_backoff);
+            retry(wait, reason.clone())
+        }
+        Answer::BlocksRejected { .. } if !sent_as_text && attempt < policy.max_attempts => {
+            Step::FallBackToText
+        }
+        Answer::BlocksRejected { status, error } | Answer::Rejected { status, error } => {
+            Step::Fail(Box::new(FailedDelivery {
+                permanent: true,
+                status: *status,
+                error: error.clone(),
+            }))
+        }
+    }
+}
+
+/// A message Slack took.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Posted {
+    pub channel: String,
+    pub channel_id: Option<String>,
+    pub ts: Option<String>,
+    /// The thread it was posted in, when it is a reply.
+    pub thread_ts: Option<String>,
+    pub attempts: u32,
+    /// Whether Slack refused the blocks and the plain-text report went instead.
+    pub as_text: bool,
+}
+
+/// Posts one message, retrying within `deadline`.
+pub async fn post_with_retries<P: SlackPoster>(
+    poster: &P,
+    message: &SlackMessage,
+    deadline: Instant,
+    policy: &RetryPolicy,
+) -> Result<Posted> {
+    let destination = if poster.web_api() {
+        format!("channel {}", message.channel)
+    } else {
+        format!("the webhook for {}", message.channel)
+    };
+    let mut as_text = false;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let body = if as_text {
+            &message.fallback
+        } else {
+            &message.payload
+        };
+        let left = deadline.saturating_duration_since(Instant::now());
+        let timeout = policy
+            .request_timeout
+            .min(left)
+            .max(Duration::from_millis(500));
+        let answer = poster.post(&message.channel, body, timeout).await;
+        let left = deadline.saturating_duration_since(Instant::now());
+        match next_step(&answer, attempt, as_text, left, policy) {
+            Step::Done { channel_id, ts } => {
+                return Ok(Posted {
+                    channel: message.channel.clone(),
+                    channel_id,
+                    ts,
+                    thread_ts: body["thread_ts"].as_str().map(str::to_owned),
+                    attempts: attempt,
+                    as_text,
+                });
+            }
+            Step::RetryAfter(wait) => {
+                tracing::warn!(
+                    channel = %message.channel,
+                    attempt,
+                    wait_ms = u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                    answer = ?answer,
+                    "Slack did not take the message; retrying"
+                );
+                tokio::time::sleep(wait).await;
+            }
+            Step::FallBackToText => {
+                tracing::warn!(channel = %message.channel, answer = ?answer, "Slack refused the blocks; sending the plain-text report");
+                as_text = true;
+            }
+            Step::Fail(failed) if failed.permanent => {
+                return Err(Error::SlackRejected {
+                    destination,
+                    status: failed.status,
+                    advice: advice(&failed.error),
+                    error: failed.error,
+                });
+            }
+            Step::Fail(failed) => {
+                return Err(Error::SlackUnavailable {
+                    destination,
+                    attempts: attempt,
+                    last: failed.error,
+                });
+            }
+        }
+    }
+}
+
+/// Routes, threads and posts diagnoses. Built once per cold start.
+#[derive(Debug)]
+pub struct Notifier<P, T> {
+    pub poster: P,
+    pub threads: T,
+    pub routes: Routes,
+    /// How long later messages about an alarm go under its first one.
+    pub thread_lifetime: chrono::Duration,
+    pub retry: RetryPolicy,
+}
+
+impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
+    /// Posts `d` to every route it takes. Every route is tried; the first
+    /// failure is returned after the others were attempted.
+    pub async fn notify(
+        &self,
+        d: &Diagnosis,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<Vec<Posted>> {
+        let routes = self.routes.select(d);
+        if routes.is_empty() {
+            tracing::info!(
+                diagnosis_id = %d.id,
+                alarm_name = %d.alarm.name,
+                classification = d.classification.behaviour.as_str(),
+                severity = d.severity.as_str(),
+                "no route takes this diagnosis; not posted"
+            );
+        }
+        let mut posted = Vec::with_capacity(routes.len());
+        let mut first_failure = None;
+        for route in routes {
+            match self.deliver(d, route, now, deadline).await {
+                Ok(p) => {
+                    tracing::info!(
+                        diagnosis_id = %d.id,
+                        alarm_name = %d.alarm.name,
+                        channel = %p.channel,
+                        attempts = p.attempts,
+                        as_text = p.as_text,
+                        threaded = p.thread_ts.is_some(),
+                        "posted to Slack"
+                    );
+                    posted.push(p);
+                }
+                Err(e) => {
+                    tracing::error!(
+                        diagnosis_id = %d.id,
+                        alarm_name = %d.alarm.name,
+                        channel = %route.channel,
+                        error_kind = e.kind(),
+                        error = %e,
+                        "could not post to Slack"
+                    );
+                    first_failure.get_or_insert(e);
+                }
+            }
+        }
+        match first_failure {
+            Some(e) => Err(e),
+            None => Ok(posted),
+        }
+    }
+
+    async fn deliver(
+        &self,
+        d: &Diagnosis,
+        route: &Route,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<Posted> {
+        let web_api = self.poster.web_api();
+        let threading = web_api && self.threads.enabled();
+        let key = ThreadKey::new(
+            d.alarm.arn.as_deref().unwrap_or(&d.alarm.name),
+            &route.channel,
+        );
+        let open = if threading {
+            match self.threads.find(&key).await {
+                Ok(found) => found.filter(|t| t.is_open(now)),
+                Err(e) => {
+                    // Threads are a convenience: without the store, post at the top level.
+                    tracing::warn!(diagnosis_id = %d.id, error = %e, "could not read the thread store; posting at the top level");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let placement = Placement {
+            web_api,
+            thread_ts: open.as_ref().map(|t| t.ts.as_str()),
+            thread_channel: open.as_ref().map(|t| t.channel_id.as_str()),
+        };
+        let message = compose(d, route, placement);
+        let posted = post_with_retries(&self.poster, &message, deadline, &self.retry).await?;
+        if threading
+            && open.is_none()
+            && let (Some(channel_id), Some(ts)) = (&posted.channel_id, &posted.ts)
+        {
+            let thread = Thread::started(channel_id.clone(), ts.clone(), now, self.thread_lifetime);
+            match self.threads.remember(&key, &thread, now).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!(
+                    diagnosis_id = %d.id,
+                    channel = %route.channel,
+                    "another invocation started a thread for this alarm at the same time; this message stays at the top level"
+                ),
+                Err(e) => {
+                    tracing::warn!(diagnosis_id = %d.id, error = %e, "could not remember the thread")
+                }
+            }
+        }
+        Ok(posted)
+    }
+}

@@ -1,0 +1,170 @@
+//! Composing what is posted: the Block Kit rendering plus where it goes (a
+//! channel, a thread), the route's mention, and the plain-text fallback sent
+//! when Slack refuses the blocks.
+
+use serde_json::{Value, json};
+
+use super::route::Route;
+use crate::diagnosis::{Diagnosis, ReportKind};
+use crate::render::slack::{MAX_SECTION_TEXT, escape_multiline};
+use crate::render::{text, truncate};
+
+/// Slack shows at most about 4,000 characters of a message's `text` before cutting it.
+const MAX_PLAIN_TEXT: usize = 3900;
+
+/// One message for one route.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlackMessage {
+    /// The route's channel (with webhooks: the key of the webhook).
+    pub channel: String,
+    /// Block Kit payload.
+    pub payload: Value,
+    /// The same report as plain text, for when Slack refuses the blocks.
+    pub fallback: Value,
+}
+
+/// Where a message goes beyond its channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Placement<'a> {
+    /// Post through the Web API (names the channel in the body) rather than a webhook.
+    pub web_api: bool,
+    /// Reply in this thread (`ts` of the first message about the alarm).
+    pub thread_ts: Option<&'a str>,
+    /// The channel ID the thread lives in (the Web API answers with IDs).
+    pub thread_channel: Option<&'a str>,
+}
+
+/// Builds the message for one route.
+pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackMessage {
+    // A resolution never pages anybody.
+    let mention = match (&route.mention, d.kind) {
+        (Some(m), ReportKind::Diagnosis) => Some(m.markup()),
+        _ => None,
+    };
+    let mut payload = crate::render::slack::render(d);
+    if let Some(mention) = &mention {
+        prefix_text(&mut payload["text"], mention, MAX_SECTION_TEXT);
+        if let Some(section) = payload["blocks"].as_array_mut().and_then(|blocks| {
+            blocks
+                .iter_mut()
+                .find(|b| b["type"] == "section" && b["text"]["type"] == "mrkdwn")
+        }) {
+            prefix_text(&mut section["text"]["text"], mention, MAX_SECTION_TEXT);
+        }
+    }
+    let report = escape_multiline(&text::render(d));
+    let fallback_text = match &mention {
+        Some(m) => format!("{m} {report}"),
+        None => report,
+    };
+    let mut fallback = json!({ "text": truncate(&fallback_text, MAX_PLAIN_TEXT) });
+    for body in [&mut payload, &mut fallback] {
+        body["unfurl_links"] = json!(false);
+        body["unfurl_media"] = json!(false);
+        if placement.web_api {
+            body["channel"] = json!(placement.thread_channel.unwrap_or(&route.channel));
+        }
+        if let Some(ts) = placement.thread_ts {
+            body["thread_ts"] = json!(ts);
+        }
+    }
+    SlackMessage {
+        channel: route.channel.clone(),
+        payload,
+        fallback,
+    }
+}
+
+fn prefix_text(slot: &mut Value, prefix: &str, max: usize) {
+    if let Some(current) = slot.as_str() {
+        *slot = json!(truncate(&format!("{prefix} {current}"), max));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::Behaviour;
+    use crate::diagnosis::Severity;
+    use crate::notify::route::Mention;
+    use crate::notify::tests::diagnosis;
+
+    fn route(mention: Option<Mention>) -> Route {
+        Route {
+            mention,
+            ..Route::everything_to("#oncall")
+        }
+    }
+
+    #[test]
+    fn a_mention_is_put_where_slack_notifies_from() {
+        let d = diagnosis(
+            Behaviour::Sustained,
+            Severity::Critical,
+            ReportKind::Diagnosis,
+        );
+        let m = compose(&d, &route(Some(Mention::Here)), Placement::default());
+        assert!(m.payload["text"].as_str().unwrap().starts_with("<!here> "));
+        let first_section = m.payload["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|b| b["type"] == "section")
+            .unwrap();
+        assert!(
+            first_section["text"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("<!here> ")
+        );
+        assert!(m.fallback["text"].as_str().unwrap().starts_with("<!here> "));
+    }
+
+    #[test]
+    fn a_resolution_mentions_nobody() {
+        let d = diagnosis(Behaviour::Recovered, Severity::Info, ReportKind::Resolution);
+        let m = compose(&d, &route(Some(Mention::Here)), Placement::default());
+        assert!(!m.payload.to_string().contains("<!here>"));
+    }
+
+    #[test]
+    fn web_api_messages_name_their_channel_and_thread() {
+        let d = diagnosis(
+            Behaviour::Flapping,
+            Severity::Warning,
+            ReportKind::Diagnosis,
+        );
+        let m = compose(
+            &d,
+            &route(None),
+            Placement {
+                web_api: true,
+                thread_ts: Some("1700000000.000100"),
+                thread_channel: Some("C024BE91L"),
+            },
+        );
+        for body in [&m.payload, &m.fallback] {
+            assert_eq!(body["channel"], "C024BE91L");
+            assert_eq!(body["thread_ts"], "1700000000.000100");
+            assert_eq!(body["unfurl_links"], false);
+        }
+        let webhook = compose(&d, &route(None), Placement::default());
+        assert!(webhook.payload.get("channel").is_none());
+    }
+
+    #[test]
+    fn the_plain_text_fallback_is_escaped_and_short_enough() {
+        let mut d = diagnosis(
+            Behaviour::Flapping,
+            Severity::Warning,
+            ReportKind::Diagnosis,
+        );
+        d.alarm.name = "<!channel> & friends".to_owned();
+        d.headline = format!("{} {}", d.alarm.name, "x".repeat(10_000));
+        let m = compose(&d, &route(None), Placement::default());
+        let text = m.fallback["text"].as_str().unwrap();
+        assert!(!text.contains("<!channel>"), "{text}");
+        assert!(text.chars().count() <= MAX_PLAIN_TEXT);
+        assert!(text.contains('\n'));
+    }
+}

@@ -1,0 +1,129 @@
+//! Threads: with a bot token, every later message about an alarm (its
+//! resolution, the next flapping report) is a reply under the first one.
+//! Threads are remembered per alarm and channel, and end after a while so a
+//! new incident next week starts a new conversation.
+
+use std::future::Future;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::error::Result;
+
+/// Alarm (ARN, or name without one) and channel.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ThreadKey(String);
+
+impl ThreadKey {
+    pub fn new(alarm: &str, channel: &str) -> Self {
+        ThreadKey(format!("{alarm}|{channel}"))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// The first message about an alarm in a channel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Thread {
+    /// Channel ID, as the Web API answered it.
+    pub channel_id: String,
+    /// The first message's `ts`: replies name it as `thread_ts`.
+    pub ts: String,
+    pub started_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl Thread {
+    /// A thread started now, open for `lifetime`.
+    pub fn started(channel_id: String, ts: String, now: DateTime<Utc>, lifetime: Duration) -> Self {
+        Thread {
+            channel_id,
+            ts,
+            started_at: now,
+            expires_at: now + lifetime,
+        }
+    }
+
+    /// Whether later messages still go under it (stores expire items lazily, so check).
+    pub fn is_open(&self, now: DateTime<Utc>) -> bool {
+        now < self.expires_at
+    }
+}
+
+/// Port: where threads are remembered.
+pub trait ThreadStore: Send + Sync {
+    /// Whether threads are remembered at all.
+    fn enabled(&self) -> bool {
+        true
+    }
+
+    /// The thread for this key, open or not.
+    fn find(&self, key: &ThreadKey) -> impl Future<Output = Result<Option<Thread>>> + Send;
+
+    /// Remembers a new thread unless an open one is already there (a
+    /// concurrent invocation won); returns whether it was stored.
+    fn remember(
+        &self,
+        key: &ThreadKey,
+        thread: &Thread,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<bool>> + Send;
+}
+
+/// Remembers nothing: every message starts at the top level.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoThreads;
+
+impl ThreadStore for NoThreads {
+    fn enabled(&self) -> bool {
+        false
+    }
+
+    async fn find(&self, _: &ThreadKey) -> Result<Option<Thread>> {
+        Ok(None)
+    }
+
+    async fn remember(&self, _: &ThreadKey, _: &Thread, _: DateTime<Utc>) -> Result<bool> {
+        Ok(false)
+    }
+}
+
+/// A store that may not be configured.
+impl<T: ThreadStore> ThreadStore for Option<T> {
+    fn enabled(&self) -> bool {
+        self.as_ref().is_some_and(ThreadStore::enabled)
+    }
+
+    async fn find(&self, key: &ThreadKey) -> Result<Option<Thread>> {
+        match self {
+            Some(store) => store.find(key).await,
+            None => Ok(None),
+        }
+    }
+
+    async fn remember(&self, key: &ThreadKey, thread: &Thread, now: DateTime<Utc>) -> Result<bool> {
+        match self {
+            Some(store) => store.remember(key, thread, now).await,
+            None => Ok(false),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_closes_after_its_lifetime() {
+        let now = Utc::now();
+        let t = Thread::started("C1".into(), "1.2".into(), now, Duration::hours(24));
+        assert!(t.is_open(now + Duration::hours(23)));
+        assert!(!t.is_open(now + Duration::hours(24)));
+    }
+
+    #[test]
+    fn keys_separate_channels_of_one_alarm() {
+        assert_ne!(ThreadKey::new("arn:a", "#x"), ThreadKey::new("arn:a", "#y"));
+    }
+}
