@@ -1,7 +1,8 @@
 """The local AWS world: start, seed, deliver, stop.
 
-    stack.py up WORLD_DIR [--state DIR] [--lambda] [--json]   start everything, seed the world, print the environment
-    stack.py deliver [--state DIR]                            make the world's alarm change state; the real
+    stack.py up WORLD_DIR [--state DIR] [--lambda] [--notify webhook|bot] [--json]
+                                                              start everything, seed the world, print the environment
+    stack.py deliver [--state DIR] [--to STATE]               make the world's alarm change state; the real
                                                               notification goes out through SNS; prints the captured event file
     stack.py down [--state DIR]                               stop every process this stack started (by PID) and free its ports
 
@@ -16,6 +17,7 @@ import argparse
 import base64
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -45,6 +47,7 @@ ALARM_TOPIC = "alarm-triage-alarms"
 DIAGNOSIS_TOPIC = "alarm-triage-diagnoses"
 CAPTURE_QUEUE = "alarm-triage-captured-alarms"
 DIAGNOSIS_QUEUE = "alarm-triage-diagnoses"
+EMAIL_SUBSCRIBERS = {"oncall@example.com": None, "escalations@example.com": {"classification": ["sustained"]}}
 
 
 class StackError(Exception):
@@ -140,13 +143,13 @@ def wait_http(name: str, url: str, process: subprocess.Popen, log: Path, timeout
 
 # --- seeding ----------------------------------------------------------------------------
 
-def clients(endpoint: str, region: str) -> dict[str, Any]:
+def clients(endpoint: str, region: str, names: tuple[str, ...] = ("ec2", "elbv2", "eks", "sns", "sqs", "cloudwatch", "iam")) -> dict[str, Any]:
     import boto3
 
     session = boto3.session.Session(
         aws_access_key_id="testing", aws_secret_access_key="testing", aws_session_token="testing", region_name=region
     )
-    return {name: session.client(name, endpoint_url=endpoint) for name in ("ec2", "elbv2", "eks", "sns", "sqs", "cloudwatch", "iam")}
+    return {name: session.client(name, endpoint_url=endpoint) for name in names}
 
 
 def admin(endpoint: str, route: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -265,6 +268,11 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
     for topic, queue in ((alarm_topic, capture_queue), (diagnosis_topic, diagnosis_queue)):
         queue_arn = c["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         c["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    # Email subscribers of the diagnosis topic: one hears everything, one only
+    # sustained alarms (a subscription filter policy on the message attributes).
+    for address, policy in EMAIL_SUBSCRIBERS.items():
+        attributes = {"FilterPolicy": json.dumps(policy)} if policy else {}
+        c["sns"].subscribe(TopicArn=diagnosis_topic, Protocol="email", Endpoint=address, Attributes=attributes)
     facts.update(alarm_topic_arn=alarm_topic, diagnosis_topic_arn=diagnosis_topic, capture_queue_url=capture_queue, diagnosis_queue_url=diagnosis_queue)
 
     alarm = spec["alarm"]
@@ -297,7 +305,8 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
 
 # --- commands ---------------------------------------------------------------------------
 
-def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_env: list[str]) -> int:
+def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_env: list[str],
+       notify: str | None = None, notify_env: list[str] | None = None) -> int:
     started = time.time()
     if (state / "pids").exists():
         processes = Processes(state)
@@ -340,7 +349,13 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
             env["PROMETHEUS_SERVICE"] = world.spec["prometheus"]["service"]
 
         if with_lambda:
-            env.update(start_lambda(state, processes, env, facts, lambda_env))
+            env["LAMBDA_INVOKE_URL"] = start_function(state, processes, "diagnose", env, facts, facts["alarm_topic_arn"], lambda_env)
+        if notify:
+            slack_url, slack_env = start_slack(state, processes, env, facts, notify)
+            env["SLACK_LOCAL_URL"] = slack_url
+            env["NOTIFY_INVOKE_URL"] = start_function(
+                state, processes, "notify-slack", {**env, **slack_env}, facts, facts["diagnosis_topic_arn"], notify_env or [],
+            )
 
         facts["world"] = world.name
         facts["now"] = world.now.isoformat()
@@ -434,37 +449,43 @@ def write_kubeconfig(state: Path, url: str, cluster: str) -> Path:
     return path
 
 
-def start_lambda(state: Path, processes: Processes, env: dict[str, str], facts: dict[str, Any],
-                 overrides: list[str]) -> dict[str, str]:
-    """cargo-lambda's runtime emulator, the diagnose binary polling it, and the
-    SNS HTTP subscription that forwards alarm notifications to it as Lambda SNS events."""
+def start_emulator(state: Path, processes: Processes, name: str) -> str:
+    """One cargo-lambda runtime emulator (one function each); returns its URL."""
     cargo_lambda = shutil.which("cargo-lambda", path=str(Path(PYTHON).parent) + os.pathsep + os.environ.get("PATH", ""))
     if not cargo_lambda:
         raise StackError("cargo-lambda is not installed in the virtualenv; run scripts/setup.sh")
-    binary = Path(os.environ.get("DIAGNOSE_BINARY", ROOT / "target" / "debug" / "diagnose"))
-    if not binary.exists():
-        raise StackError(f"{binary} does not exist; build it first (cargo build -p diagnose)")
     runtime_port = free_port()
     emulator = processes.start(
-        "lambda-emulator",
+        f"{name}-emulator",
         [cargo_lambda, "lambda", "watch", "--only-lambda-apis", "-A", "127.0.0.1", "-P", str(runtime_port)],
     )
-    invoke = f"http://127.0.0.1:{runtime_port}"
     deadline = time.time() + 30
     while True:
         try:
             socket.create_connection(("127.0.0.1", runtime_port), timeout=0.5).close()
-            break
+            return f"http://127.0.0.1:{runtime_port}"
         except OSError:
             if emulator.poll() is not None or time.time() > deadline:
-                raise StackError(f"the Lambda runtime emulator did not start; last lines:\n{log_tail(state / 'lambda-emulator.log')}")
+                raise StackError(f"the Lambda runtime emulator did not start; last lines:\n{log_tail(state / f'{name}-emulator.log')}")
             time.sleep(0.2)
+
+
+def start_function(state: Path, processes: Processes, name: str, env: dict[str, str], facts: dict[str, Any],
+                   topic_arn: str, overrides: list[str]) -> str:
+    """A function binary polling its own runtime emulator, and the SNS HTTP
+    subscription on `topic_arn` that invokes it with Lambda SNS events, as
+    an SNS -> Lambda subscription would. Returns the invoke URL."""
+    variable = f"{name.upper().replace('-', '_')}_BINARY"
+    binary = Path(os.environ.get(variable, ROOT / "target" / "debug" / name))
+    if not binary.exists():
+        raise StackError(f"{binary} does not exist; build it first (cargo build -p {name}) or set {variable}")
+    invoke = start_emulator(state, processes, name)
     function_env = {
         **env,
         "AWS_LAMBDA_FUNCTION_NAME": "_",
         "AWS_LAMBDA_FUNCTION_VERSION": "1",
         "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
-        "AWS_LAMBDA_RUNTIME_API": f"http://127.0.0.1:{runtime_port}/.rt",
+        "AWS_LAMBDA_RUNTIME_API": f"{invoke}/.rt",
         "RUST_LOG": env.get("RUST_LOG", "info"),
     }
     for item in overrides:
@@ -473,23 +494,75 @@ def start_lambda(state: Path, processes: Processes, env: dict[str, str], facts: 
             function_env[key] = value
         else:
             function_env.pop(key, None)
-    processes.start("diagnose", [str(binary)], env=function_env)
+    processes.start(name, [str(binary)], env=function_env)
     bridge_port = free_port()
+    log = "invocations.jsonl" if name == "diagnose" else f"{name}-invocations.jsonl"
     bridge = processes.start(
-        "sns-bridge",
-        [PYTHON, str(HERE / "sns_bridge.py"), "--port", str(bridge_port), "--invoke", f"{invoke}/2015-03-31/functions/_/invocations", "--log", str(state / "invocations.jsonl")],
+        f"{name}-bridge" if name != "diagnose" else "sns-bridge",
+        [PYTHON, str(HERE / "sns_bridge.py"), "--port", str(bridge_port), "--invoke", f"{invoke}/2015-03-31/functions/_/invocations", "--log", str(state / log)],
     )
-    wait_http("sns-bridge", f"http://127.0.0.1:{bridge_port}/healthz", bridge, state / "sns-bridge.log")
+    wait_http(f"{name} SNS bridge", f"http://127.0.0.1:{bridge_port}/healthz", bridge, state / f"{name}-bridge.log")
     c = clients(env["AWS_ENDPOINT_URL"], facts["region"])
-    c["sns"].subscribe(TopicArn=facts["alarm_topic_arn"], Protocol="http", Endpoint=f"http://127.0.0.1:{bridge_port}/sns")
-    return {"LAMBDA_INVOKE_URL": invoke}
+    c["sns"].subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=f"http://127.0.0.1:{bridge_port}/sns")
+    return invoke
 
 
-def deliver(state: Path) -> int:
+# --- Slack --------------------------------------------------------------------------------
+
+SLACK_SECRET_ID = "alarm-triage/slack"
+SLACK_SECRET_PARAMETER = "/alarm-triage/slack-bot"
+SLACK_THREAD_TABLE = "alarm-triage-slack-threads"
+SLACK_CHANNELS = {"#alerts": "C0ALERTS01", "#oncall": "C0ONCALL01"}
+# Flapping and everything else to #alerts; a critical sustained alarm also pages #oncall.
+SLACK_ROUTES = [
+    {"classification": ["sustained"], "severity": ["critical"], "channel": "#oncall", "mention": "here", "continue": True},
+    {"channel": "#alerts"},
+]
+
+
+def start_slack(state: Path, processes: Processes, env: dict[str, str], facts: dict[str, Any], mode: str) -> tuple[str, dict[str, str]]:
+    """The local Slack, the secret that points at it (Secrets Manager for
+    webhooks, an SSM SecureString for the bot token) and, with a bot token,
+    the DynamoDB table threads are remembered in. Returns its URL and notify-slack's environment."""
+    webhooks = {channel: f"/services/T0LOCAL/B0{channel.strip('#').upper()}/{secrets.token_hex(12)}" for channel in SLACK_CHANNELS}
+    bot_token = f"xoxb-local-{secrets.token_hex(12)}"
+    config = state / "slack.json"
+    config.write_text(json.dumps({"webhooks": {path: channel for channel, path in webhooks.items()}, "bot_token": bot_token, "channels": SLACK_CHANNELS}))
+    config.chmod(0o600)
+    port = free_port()
+    process = processes.start("slack-api", [PYTHON, str(HERE / "slack_api.py"), "--port", str(port), "--config", str(config)])
+    url = f"http://127.0.0.1:{port}"
+    wait_http("slack-api", f"{url}/healthz", process, state / "slack-api.log")
+    facts["slack_secrets"] = [bot_token, *(path.rsplit("/", 1)[1] for path in webhooks.values())]
+    facts["slack_mode"] = mode
+    c = clients(env["AWS_ENDPOINT_URL"], facts["region"], ("secretsmanager", "ssm", "dynamodb"))
+    notify_env = {
+        "SLACK_ROUTES": json.dumps(SLACK_ROUTES),
+        "SLACK_CHANNEL": "#alerts",
+        "SLACK_API_URL": f"{url}/api",
+    }
+    if mode == "webhook":
+        c["secretsmanager"].create_secret(Name=SLACK_SECRET_ID, SecretString=json.dumps({"webhooks": {ch: url + path for ch, path in webhooks.items()}}))
+        notify_env["SLACK_SECRET_ID"] = SLACK_SECRET_ID
+    else:
+        c["ssm"].put_parameter(Name=SLACK_SECRET_PARAMETER, Type="SecureString", Value=json.dumps({"bot_token": bot_token}))
+        c["dynamodb"].create_table(
+            TableName=SLACK_THREAD_TABLE, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "thread_key", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "thread_key", "KeyType": "HASH"}],
+        )
+        c["dynamodb"].update_time_to_live(TableName=SLACK_THREAD_TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"})
+        notify_env.update(SLACK_SECRET_PARAMETER=SLACK_SECRET_PARAMETER, SLACK_THREAD_TABLE=SLACK_THREAD_TABLE)
+    return url, notify_env
+
+
+def deliver(state: Path, to: str | None = None) -> int:
     env = _read_env(state)
     facts = json.loads((state / "facts.json").read_text())
     world = worlds.load(Path((state / "world").read_text()))
-    transition = world.spec["alarm"]["deliver"]
+    transition = dict(world.spec["alarm"]["deliver"])
+    if to:
+        transition = {"to": to, "reason": f"Threshold Crossed: stack.py deliver --to {to}"}
     c = clients(env["AWS_ENDPOINT_URL"], facts["region"])
     reason = transition.get("reason") or "Threshold Crossed: the world's alarm was delivered by stack.py deliver"
     c["cloudwatch"].set_alarm_state(AlarmName=facts["alarm_name"], StateValue=transition["to"], StateReason=reason)
@@ -534,17 +607,25 @@ def main() -> int:
     p_up.add_argument("--state", type=Path, default=ROOT / ".world")
     p_up.add_argument("--lambda", dest="with_lambda", action="store_true", help="also run the diagnose Lambda under cargo-lambda's emulator")
     p_up.add_argument("--json", action="store_true")
+    p_up.add_argument("--notify", choices=["webhook", "bot"],
+                      help="also run notify-slack against a local Slack: incoming webhooks (secret in Secrets Manager) "
+                           "or a bot token (SSM SecureString, threads in DynamoDB)")
+    p_up.add_argument("--notify-env", action="append", default=[], metavar="KEY=VALUE",
+                      help="set (KEY=VALUE) or remove (KEY=) a variable of the notify-slack function's environment")
     p_up.add_argument("--lambda-env", action="append", default=[], metavar="KEY=VALUE",
                       help="set (KEY=VALUE) or remove (KEY=) a variable of the diagnose function's environment")
     for name in ("deliver", "down"):
         p = sub.add_parser(name)
         p.add_argument("--state", type=Path, default=ROOT / ".world")
+        if name == "deliver":
+            p.add_argument("--to", choices=["ALARM", "OK", "INSUFFICIENT_DATA"],
+                           help="the state to set instead of the world's (e.g. OK, for the resolution)")
     args = parser.parse_args()
     try:
         if args.command == "up":
-            return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env)
+            return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env, args.notify, args.notify_env)
         if args.command == "deliver":
-            return deliver(args.state)
+            return deliver(args.state, args.to)
         return down(args.state)
     except (StackError, worlds.WorldError) as error:
         print(f"stack.py: {error}", file=sys.stderr)

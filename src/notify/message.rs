@@ -52,12 +52,16 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
             prefix_text(&mut section["text"]["text"], mention, MAX_SECTION_TEXT);
         }
     }
-    let report = escape_multiline(&text::render(d));
+    // The plain-text report is laid out in columns: a code block keeps them
+    // aligned. The mention stays outside, where it notifies.
+    let report = escape_multiline(&text::render(d)).replace("```", "'''");
+    let room = MAX_PLAIN_TEXT - 8 - mention.as_ref().map_or(0, |m| m.len() + 1);
+    let report = truncate(&report, room);
     let fallback_text = match &mention {
-        Some(m) => format!("{m} {report}"),
-        None => report,
+        Some(m) => format!("{m}\n```{report}```"),
+        None => format!("```{report}```"),
     };
-    let mut fallback = json!({ "text": truncate(&fallback_text, MAX_PLAIN_TEXT) });
+    let mut fallback = json!({ "text": fallback_text });
     for body in [&mut payload, &mut fallback] {
         body["unfurl_links"] = json!(false);
         body["unfurl_media"] = json!(false);
@@ -117,7 +121,12 @@ mod tests {
                 .unwrap()
                 .starts_with("<!here> ")
         );
-        assert!(m.fallback["text"].as_str().unwrap().starts_with("<!here> "));
+        assert!(
+            m.fallback["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("<!here>\n```")
+        );
     }
 
     #[test]
@@ -165,6 +174,6 @@ mod tests {
         let text = m.fallback["text"].as_str().unwrap();
         assert!(!text.contains("<!channel>"), "{text}");
         assert!(text.chars().count() <= MAX_PLAIN_TEXT);
-        assert!(text.contains('\n'));
+        assert!(text.starts_with("```") && text.ends_with("```") && text.contains('\n'));
     }
 }

@@ -45,6 +45,11 @@ pub struct Options {
     pub lambda_binary: Option<PathBuf>,
     /// Variables of the Lambda's environment to set (`KEY=VALUE`) or remove (`KEY=`).
     pub lambda_env: Vec<String>,
+    /// Also run notify-slack (this binary) against the local Slack, with
+    /// `webhook` or `bot` credentials.
+    pub notify: Option<(PathBuf, &'static str)>,
+    /// Variables of notify-slack's environment to set or remove.
+    pub notify_env: Vec<String>,
 }
 
 impl LocalWorld {
@@ -75,6 +80,15 @@ impl LocalWorld {
         }
         for item in &options.lambda_env {
             command.arg("--lambda-env").arg(item);
+        }
+        if let Some((binary, mode)) = &options.notify {
+            command
+                .arg("--notify")
+                .arg(mode)
+                .env("NOTIFY_SLACK_BINARY", binary);
+        }
+        for item in &options.notify_env {
+            command.arg("--notify-env").arg(item);
         }
         let output = command.output().expect("stack.py runs");
         assert!(
@@ -135,14 +149,22 @@ impl LocalWorld {
 
     /// Makes the world's alarm change state; returns the captured SNS event file.
     pub fn deliver(&self) -> PathBuf {
-        let output = Command::new(python())
+        self.deliver_to(None)
+    }
+
+    /// As [`Self::deliver`], to another state than the world's (`OK` for the resolution).
+    pub fn deliver_to(&self, state: Option<&str>) -> PathBuf {
+        let mut command = Command::new(python());
+        command
             .arg(repo_root().join("infra/local/stack.py"))
             .arg("deliver")
             .arg("--state")
             .arg(&self.state)
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .output()
-            .expect("stack.py runs");
+            .env("AWS_EC2_METADATA_DISABLED", "true");
+        if let Some(state) = state {
+            command.arg("--to").arg(state);
+        }
+        let output = command.output().expect("stack.py runs");
         assert!(
             output.status.success(),
             "deliver failed: {}",
@@ -214,6 +236,41 @@ impl LocalWorld {
             .unwrap_or_else(|_| panic!("{} is not valid YAML", path.display()))
     }
 
+    /// The invocations a function's SNS bridge made (`invocations` for diagnose,
+    /// `notify-slack-invocations` for notify-slack), waiting for at least `at_least`.
+    pub fn invocations(&self, log: &str, at_least: usize, wait: std::time::Duration) -> Vec<Value> {
+        let path = self.state.join(format!("{log}.jsonl"));
+        let deadline = std::time::Instant::now() + wait;
+        loop {
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            let records: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            if records.len() >= at_least || std::time::Instant::now() > deadline {
+                return records;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+
+    /// What SNS delivered to the diagnosis topic's email subscribers.
+    pub fn mailbox(&self) -> Vec<Value> {
+        let answer = http(self.endpoint(), "GET", "/_alarm_triage/mailbox", "");
+        let body = answer.split("\r\n\r\n").nth(1).unwrap_or("{}");
+        let parsed: Value = serde_json::from_str(body).unwrap();
+        parsed["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Every file the stack wrote its logs to.
+    pub fn log_files(&self) -> Vec<PathBuf> {
+        std::fs::read_dir(&self.state)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "log" || e == "jsonl"))
+            .collect()
+    }
+
     /// The last lines of one of the stack's logs, for failure messages.
     pub fn log(&self, name: &str) -> String {
         let text =
@@ -254,4 +311,104 @@ pub fn http(base: &str, method: &str, path: &str, body: &str) -> String {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     answer
+}
+
+/// The local Slack (infra/local/slack_api.py): answers like Slack, records requests.
+#[derive(Debug)]
+pub struct LocalSlack {
+    pub url: String,
+    child: std::process::Child,
+    /// Webhook URLs by channel.
+    pub webhooks: HashMap<String, String>,
+    pub bot_token: String,
+    _dir: PathBuf,
+}
+
+impl LocalSlack {
+    /// Starts a Slack with webhooks for `channels` and one bot token.
+    pub fn start(channels: &[&str]) -> Self {
+        let dir =
+            repo_root()
+                .join("target/slack")
+                .join(format!("{}-{}", std::process::id(), unique()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let paths: HashMap<String, String> = channels
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                (
+                    (*c).to_owned(),
+                    format!("/services/T0TEST/B0{i}/secret-{}-{i}", unique()),
+                )
+            })
+            .collect();
+        let bot_token = format!("xoxb-test-{}", unique());
+        let config = serde_json::json!({
+            "webhooks": paths.iter().map(|(c, p)| (p.clone(), Value::from(c.clone()))).collect::<serde_json::Map<_, _>>(),
+            "bot_token": bot_token,
+            "channels": {"#alerts": "C0ALERTS01", "#oncall": "C0ONCALL01"},
+        });
+        let config_path = dir.join("slack.json");
+        std::fs::write(&config_path, config.to_string()).unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new(python())
+            .arg(repo_root().join("infra/local/slack_api.py"))
+            .arg("--port")
+            .arg(port.to_string())
+            .arg("--config")
+            .arg(&config_path)
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = format!("http://127.0.0.1:{port}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "slack_api.py did not start"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let webhooks = paths
+            .into_iter()
+            .map(|(c, p)| (c, format!("{url}{p}")))
+            .collect();
+        LocalSlack {
+            url,
+            child,
+            webhooks,
+            bot_token,
+            _dir: dir,
+        }
+    }
+
+    /// Answers the next requests with these (status, Retry-After, body) before serving normally.
+    pub fn script(&self, answers: Value) {
+        let body = serde_json::json!({ "answers": answers }).to_string();
+        http(&self.url, "POST", "/_recorder/script", &body);
+    }
+
+    /// Everything received so far.
+    pub fn requests(&self) -> Vec<Value> {
+        requests_at(&self.url)
+    }
+}
+
+/// The requests a local Slack at `url` recorded.
+pub fn requests_at(url: &str) -> Vec<Value> {
+    let answer = http(url, "GET", "/_recorder/requests", "");
+    let body = answer.split("\r\n\r\n").nth(1).unwrap_or("{}");
+    let parsed: Value = serde_json::from_str(body).unwrap();
+    parsed["requests"].as_array().cloned().unwrap_or_default()
+}
+
+impl Drop for LocalSlack {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

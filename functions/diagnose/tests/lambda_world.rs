@@ -27,22 +27,6 @@ fn world_with_lambda(name: &str) -> LocalWorld {
     )
 }
 
-fn invocations(world: &LocalWorld, at_least: usize, wait: Duration) -> Vec<Value> {
-    let log = world.state.join("invocations.jsonl");
-    let deadline = Instant::now() + wait;
-    loop {
-        let text = std::fs::read_to_string(&log).unwrap_or_default();
-        let records: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .collect();
-        if records.len() >= at_least || Instant::now() > deadline {
-            return records;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
 /// The diagnoses on the queue subscribed to the diagnosis topic.
 async fn published_diagnoses(world: &LocalWorld, wait: Duration) -> Vec<(Value, Value)> {
     let sqs = aws_sdk_sqs::Client::new(&world.sdk_config().await);
@@ -142,7 +126,7 @@ fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
 async fn diagnose_world(name: &str) -> (LocalWorld, Value) {
     let world = world_with_lambda(name);
     world.deliver();
-    let records = invocations(&world, 1, Duration::from_secs(60));
+    let records = world.invocations("invocations", 1, Duration::from_secs(60));
     assert_eq!(
         records.len(),
         1,
@@ -216,7 +200,7 @@ async fn a_failed_publish_fails_the_invocation_and_the_retry_publishes_the_same_
     let world = world_with_lambda("alb-low-traffic-artifact");
     world.inject(json!([{ "service": "sns", "operation": "Publish", "status": 500, "code": "InternalError", "times": 4 }]));
     let event = std::fs::read_to_string(world.deliver()).unwrap();
-    let records = invocations(&world, 1, Duration::from_secs(60));
+    let records = world.invocations("invocations", 1, Duration::from_secs(60));
     assert_eq!(records[0]["function_error"], "Unhandled", "{}", records[0]);
     assert!(
         records[0]["body"].as_str().unwrap().contains("publish"),

@@ -8,6 +8,7 @@ public APIs.
   GET  /_alarm_triage/health
   POST /_alarm_triage/alarm-history  {"account", "region", "alarm_name", "items": [{"timestamp", "old_state", "new_state", "reason"}]}
   POST /_alarm_triage/target-health  {"target_group_arn", "targets": [{"id", "state", "reason", "description"}]}
+  GET  /_alarm_triage/mailbox        what SNS delivered to email subscriptions (read-only; see sns_ext)
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from . import cloudwatch_ext, elbv2_ext
+from . import cloudwatch_ext, elbv2_ext, sns_ext
 
 PREFIX = "/_alarm_triage/"
 STATES = {"OK", "ALARM", "INSUFFICIENT_DATA"}
@@ -80,6 +81,8 @@ class AdminRoutes:
         name = path[len(PREFIX):]
         if name == "health":
             return self._json(start_response, "200 OK", {"ok": True})
+        if name == "mailbox" and environ.get("REQUEST_METHOD") == "GET":
+            return self._json(start_response, "200 OK", {"messages": sns_ext.mailbox()})
         route = ROUTES.get(name)
         if route is None or environ.get("REQUEST_METHOD") != "POST":
             return self._json(start_response, "404 NOT FOUND", {"error": f"no admin endpoint {path}"})

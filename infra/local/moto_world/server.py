@@ -13,7 +13,7 @@ import sys
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import run_simple
 
-from . import cloudwatch_ext, elbv2_ext
+from . import cloudwatch_ext, elbv2_ext, sns_ext
 from .admin import AdminRoutes
 from .cbor_bridge import CborBridge
 from .faults import Faults
@@ -22,6 +22,7 @@ from .faults import Faults
 def build_app():
     cloudwatch_ext.install()
     elbv2_ext.install()
+    sns_ext.install()
     # Faults sit outermost so injected latency and errors apply to every protocol.
     return Faults(AdminRoutes(CborBridge(DomainDispatcherApplication(create_backend_app))))
 

@@ -1,0 +1,207 @@
+"""A local stand-in for Slack: incoming webhooks and chat.postMessage.
+
+It answers as Slack does and records every request so tests can read what
+was posted:
+
+- POST /services/T.../B.../SECRET   an incoming webhook: 200 `ok`; 404 `no_service` for an unknown URL;
+                                    400 `invalid_blocks` for blocks Slack would refuse
+- POST /api/chat.postMessage        the Web API: 200 {"ok": true, "channel": ID, "ts": ...}; 200 {"ok": false,
+                                    "error": "invalid_auth" | "channel_not_found" | "invalid_blocks"} as Slack does
+- POST /_recorder/script            {"answers": [{"status": 429, "retry_after": 1, "body": "rate_limited"}, ...]}
+                                    answers the next requests with these, in order, before normal service
+- GET  /_recorder/requests          everything received (the Authorization header is reduced to whether it was valid)
+- POST /_recorder/reset             forget requests and script
+- GET  /healthz
+
+The webhook paths and the bot token are secrets to the bot: this server
+never logs them (log lines name the kind of request only).
+
+    python slack_api.py --port PORT --config FILE
+
+FILE is JSON: {"webhooks": {"/services/T/B/SECRET": "#channel"}, "bot_token": "xoxb-...",
+"channels": {"#channel": "C0123"}}; a file rather than arguments, so the secrets are not in `ps`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import signal
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+MAX_BLOCKS = 50
+MAX_SECTION_TEXT = 3000
+MAX_HEADER_TEXT = 150
+MAX_TEXT = 40000
+
+
+def blocks_problem(payload: dict[str, Any]) -> str | None:
+    """Why Slack would refuse these blocks (a subset of Block Kit's rules), or None."""
+    blocks = payload.get("blocks")
+    if blocks is None:
+        return None if isinstance(payload.get("text"), str) and payload["text"] else "no_text"
+    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
+        return "invalid_blocks"
+    for block in blocks:
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind not in {"header", "section", "context", "divider", "actions"}:
+            return "invalid_blocks"
+        text = (block.get("text") or {}).get("text", "")
+        if kind == "header" and len(text) > MAX_HEADER_TEXT:
+            return "invalid_blocks"
+        if kind == "section" and (len(text) > MAX_SECTION_TEXT or not (text or block.get("fields"))):
+            return "invalid_blocks"
+        if kind == "section" and len(block.get("fields") or []) > 10:
+            return "invalid_blocks"
+    return None
+
+
+class Slack(ThreadingHTTPServer):
+    def __init__(self, port: int, webhooks: dict[str, str], bot_token: str, channels: dict[str, str]):
+        super().__init__(("127.0.0.1", port), Handler)
+        self.webhooks = webhooks  # path -> channel
+        self.bot_token = bot_token
+        self.channels = channels
+        self.lock = threading.Lock()
+        self.requests: list[dict[str, Any]] = []
+        self.script: list[dict[str, Any]] = []
+        self.next_ts = 1_700_000_000_000_100
+
+    def channel_id(self, name: str) -> str:
+        if name in self.channels:
+            return self.channels[name]
+        if name.startswith("C") and name[1:].isalnum():
+            return name
+        return "C" + hashlib.sha1(name.encode()).hexdigest()[:8].upper()
+
+    def ts(self) -> str:
+        with self.lock:
+            self.next_ts += 100
+            value = self.next_ts
+        return f"{value // 1_000_000}.{value % 1_000_000:06d}"
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: Slack
+
+    def log_message(self, fmt: str, *args: Any) -> None:
+        pass  # the default line includes the path, which holds the webhook secret
+
+    def _reply(self, status: int, body: str | dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, str]:
+        text = json.dumps(body) if isinstance(body, dict) else body
+        data = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.end_headers()
+        self.wfile.write(data)
+        return status, text
+
+    def do_GET(self) -> None:  # noqa: N802
+        if self.path == "/healthz":
+            self._reply(200, "ok")
+        elif self.path == "/_recorder/requests":
+            with self.server.lock:
+                self._reply(200, {"requests": list(self.server.requests)})
+        else:
+            self._reply(404, "not_found")
+
+    def do_POST(self) -> None:  # noqa: N802
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        if self.path == "/_recorder/script":
+            with self.server.lock:
+                self.server.script.extend(json.loads(raw or b"{}").get("answers", []))
+            self._reply(200, {"ok": True})
+            return
+        if self.path == "/_recorder/reset":
+            with self.server.lock:
+                self.server.requests.clear()
+                self.server.script.clear()
+            self._reply(200, {"ok": True})
+            return
+        kind = "web_api" if self.path == "/api/chat.postMessage" else "webhook" if self.path.startswith("/services/") else None
+        if kind is None:
+            self._reply(404, "not_found")
+            return
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            payload = None
+        record: dict[str, Any] = {
+            "kind": kind,
+            "received_at": time.time(),
+            "content_type": self.headers.get("Content-Type"),
+            "payload": payload,
+        }
+        if kind == "webhook":
+            record["webhook"] = self.server.webhooks.get(self.path)
+        else:
+            auth = self.headers.get("Authorization") or ""
+            record["authorization"] = "valid" if auth == f"Bearer {self.server.bot_token}" else "missing" if not auth else "invalid"
+        with self.server.lock:
+            scripted = self.server.script.pop(0) if self.server.script else None
+        if scripted is not None:
+            headers = {"Retry-After": str(scripted["retry_after"])} if "retry_after" in scripted else {}
+            status, text = self._reply(int(scripted["status"]), scripted.get("body", ""), headers)
+            record["scripted"] = True
+        elif kind == "webhook":
+            status, text = self._webhook(record, payload)
+        else:
+            status, text = self._web_api(record, payload)
+        record.update(status=status, answer=text)
+        with self.server.lock:
+            self.server.requests.append(record)
+        sys.stderr.write(f"slack-api: {kind} -> {status}\n")
+
+    def _webhook(self, record: dict[str, Any], payload: Any) -> tuple[int, str]:
+        if record["webhook"] is None:
+            return self._reply(404, "no_service")
+        if not isinstance(payload, dict):
+            return self._reply(400, "invalid_payload")
+        problem = blocks_problem(payload)
+        if problem:
+            return self._reply(400, problem)
+        return self._reply(200, "ok")
+
+    def _web_api(self, record: dict[str, Any], payload: Any) -> tuple[int, str]:
+        if record["authorization"] != "valid":
+            return self._reply(200, {"ok": False, "error": "not_authed" if record["authorization"] == "missing" else "invalid_auth"})
+        if not isinstance(payload, dict):
+            return self._reply(200, {"ok": False, "error": "invalid_arguments"})
+        channel = payload.get("channel")
+        if not channel:
+            return self._reply(200, {"ok": False, "error": "channel_not_found"})
+        problem = blocks_problem(payload)
+        if problem:
+            return self._reply(200, {"ok": False, "error": problem})
+        if len(payload.get("text") or "") > MAX_TEXT:
+            return self._reply(200, {"ok": False, "error": "msg_too_long"})
+        ts = self.server.ts()
+        record["ts"] = ts
+        record["channel_id"] = self.server.channel_id(channel)
+        return self._reply(200, {"ok": True, "channel": record["channel_id"], "ts": ts, "message": {"ts": ts}})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--config", required=True)
+    args = parser.parse_args()
+    with open(args.config) as f:
+        config = json.load(f)
+    server = Slack(args.port, config.get("webhooks", {}), config["bot_token"], config.get("channels", {}))
+    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

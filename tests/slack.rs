@@ -1,0 +1,342 @@
+//! The Slack adapter against the local Slack (infra/local/slack_api.py), which
+//! answers as Slack does (200 `ok`, 429 with Retry-After, 5xx, 4xx with
+//! Slack's error strings) and records what it received. Payloads are snapshots.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly by design
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use alarm_triage::adapters::slack::SlackWebhook;
+use alarm_triage::diagnosis::Diagnosis;
+use alarm_triage::notify::credentials::SlackCredentials;
+use alarm_triage::notify::delivery::{Notifier, Posted, RetryPolicy};
+use alarm_triage::notify::route::Routes;
+use alarm_triage::notify::thread::NoThreads;
+use alarm_triage::{Error, Result};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+use support::LocalSlack;
+
+const ROUTES: &str = r##"[
+    {"classification": ["sustained"], "severity": ["critical"], "channel": "#oncall", "mention": "here", "continue": true},
+    {"channel": "#alerts"}
+]"##;
+
+fn fixture(name: &str) -> Diagnosis {
+    let path = format!(
+        "{}/tests/fixtures/diagnosis-{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn webhooks(slack: &LocalSlack) -> SlackCredentials {
+    SlackCredentials::Webhooks(
+        slack
+            .webhooks
+            .iter()
+            .map(|(c, u)| (c.clone(), SecretString::from(u.clone())))
+            .collect::<BTreeMap<_, _>>(),
+    )
+}
+
+fn notifier(
+    slack: &LocalSlack,
+    credentials: SlackCredentials,
+) -> Notifier<SlackWebhook, NoThreads> {
+    Notifier {
+        poster: SlackWebhook::new(credentials, format!("{}/api", slack.url)).unwrap(),
+        threads: NoThreads,
+        routes: Routes::parse(Some(ROUTES), "#alerts").unwrap(),
+        thread_lifetime: chrono::Duration::hours(24),
+        retry: RetryPolicy {
+            request_timeout: Duration::from_secs(3),
+            ..RetryPolicy::default()
+        },
+    }
+}
+
+async fn notify(
+    slack: &LocalSlack,
+    credentials: SlackCredentials,
+    d: &Diagnosis,
+    within: Duration,
+) -> Result<Vec<Posted>> {
+    notifier(slack, credentials)
+        .notify(d, chrono::Utc::now(), tokio::time::Instant::now() + within)
+        .await
+}
+
+/// A request as the snapshot keeps it: where it went, what it carried, what Slack answered.
+fn recorded(request: &Value) -> Value {
+    json!({
+        "kind": request["kind"],
+        "webhook": request["webhook"],
+        "authorization": request["authorization"],
+        "status": request["status"],
+        "payload": request["payload"],
+    })
+}
+
+#[tokio::test]
+async fn diagnoses_reach_the_webhooks_of_their_routes_as_snapshotted() {
+    let slack = LocalSlack::start(&["#alerts", "#oncall"]);
+    for name in ["alb-flapping-worker-ceiling", "alb-sustained-hot-pod"] {
+        let posted = notify(
+            &slack,
+            webhooks(&slack),
+            &fixture(name),
+            Duration::from_secs(10),
+        )
+        .await
+        .unwrap();
+        assert!(
+            posted.iter().all(|p| p.attempts == 1 && !p.as_text),
+            "{posted:?}"
+        );
+    }
+    let requests = slack.requests();
+    let channels: Vec<&str> = requests
+        .iter()
+        .map(|r| r["webhook"].as_str().unwrap())
+        .collect();
+    // Flapping goes to #alerts; a critical sustained alarm pages #oncall and also reaches #alerts.
+    assert_eq!(channels, ["#alerts", "#oncall", "#alerts"]);
+    assert!(
+        requests
+            .iter()
+            .all(|r| r["status"] == 200 && r["answer"] == "ok")
+    );
+    assert!(
+        requests[1]["payload"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("<!here> ")
+    );
+    assert!(!requests[2]["payload"].to_string().contains("<!here>"));
+    insta::assert_json_snapshot!(
+        "slack_webhook_posts",
+        requests.iter().map(recorded).collect::<Vec<_>>()
+    );
+}
+
+#[tokio::test]
+async fn the_web_api_gets_the_bot_token_and_the_channel() {
+    let slack = LocalSlack::start(&[]);
+    let token = SlackCredentials::BotToken(SecretString::from(slack.bot_token.clone()));
+    let posted = notify(
+        &slack,
+        token,
+        &fixture("alb-flapping-worker-ceiling"),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert_eq!(posted[0].channel_id.as_deref(), Some("C0ALERTS01"));
+    assert!(posted[0].ts.is_some());
+    let requests = slack.requests();
+    assert_eq!(requests[0]["authorization"], "valid");
+    assert_eq!(requests[0]["payload"]["channel"], "#alerts");
+    insta::assert_json_snapshot!("slack_web_api_post", recorded(&requests[0]));
+}
+
+#[tokio::test]
+async fn a_wrong_bot_token_fails_for_good_and_says_to_rotate_it() {
+    let slack = LocalSlack::start(&[]);
+    let token = SlackCredentials::BotToken(SecretString::from("xoxb-wrong".to_owned()));
+    let e = notify(
+        &slack,
+        token,
+        &fixture("alb-flapping-worker-ceiling"),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(e, Error::SlackRejected { .. }), "{e}");
+    assert!(
+        e.to_string().contains("invalid_auth") && e.to_string().contains("rotate"),
+        "{e}"
+    );
+    assert!(!e.to_string().contains("xoxb-wrong"));
+}
+
+#[tokio::test]
+async fn a_rate_limited_post_waits_for_retry_after_then_lands() {
+    let slack = LocalSlack::start(&["#alerts"]);
+    slack.script(json!([
+        {"status": 429, "retry_after": 1, "body": "rate_limited"},
+        {"status": 503, "body": ""},
+    ]));
+    let posted = notify(
+        &slack,
+        webhooks(&slack),
+        &fixture("alb-flapping-worker-ceiling"),
+        Duration::from_secs(15),
+    )
+    .await
+    .unwrap();
+    assert_eq!(posted[0].attempts, 3);
+    let requests = slack.requests();
+    let statuses: Vec<u64> = requests
+        .iter()
+        .map(|r| r["status"].as_u64().unwrap())
+        .collect();
+    assert_eq!(statuses, [429, 503, 200]);
+    let waited =
+        requests[1]["received_at"].as_f64().unwrap() - requests[0]["received_at"].as_f64().unwrap();
+    assert!(
+        waited >= 0.95,
+        "the retry came {waited:.3} s after the 429 that asked for 1 s"
+    );
+    // Every attempt carried the same message.
+    assert_eq!(requests[0]["payload"], requests[2]["payload"]);
+}
+
+#[tokio::test]
+async fn a_removed_webhook_fails_the_delivery_naming_no_service() {
+    let slack = LocalSlack::start(&["#alerts"]);
+    slack.script(json!([{"status": 404, "body": "no_service"}]));
+    let e = notify(
+        &slack,
+        webhooks(&slack),
+        &fixture("alb-flapping-worker-ceiling"),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_err();
+    let text = e.to_string();
+    assert!(!e.is_retryable());
+    assert_eq!(e.kind(), "slack_rejected");
+    assert!(
+        text.contains("404 no_service") && text.contains("webhook for #alerts"),
+        "{text}"
+    );
+    assert!(
+        !text.contains(&slack.webhooks["#alerts"]),
+        "the webhook URL leaked into the error"
+    );
+    assert_eq!(
+        slack.requests().len(),
+        1,
+        "a permanent refusal is not retried"
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_webhook_fails_the_delivery_naming_invalid_token() {
+    let slack = LocalSlack::start(&["#alerts"]);
+    slack.script(json!([{"status": 403, "body": "invalid_token"}]));
+    let e = notify(
+        &slack,
+        webhooks(&slack),
+        &fixture("alb-flapping-worker-ceiling"),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains("403 invalid_token"), "{e}");
+}
+
+#[tokio::test]
+async fn refused_blocks_are_sent_once_more_as_plain_text() {
+    let slack = LocalSlack::start(&["#alerts"]);
+    slack.script(json!([{"status": 400, "body": "invalid_blocks"}]));
+    let posted = notify(
+        &slack,
+        webhooks(&slack),
+        &fixture("alb-flapping-worker-ceiling"),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap();
+    assert!(posted[0].as_text);
+    let requests = slack.requests();
+    assert!(requests[1]["payload"].get("blocks").is_none());
+    let text = requests[1]["payload"]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("```Flapping: ") && text.ends_with("```"),
+        "{text}"
+    );
+    insta::assert_json_snapshot!("slack_plain_text_fallback", recorded(&requests[1]));
+}
+
+#[tokio::test]
+async fn blocks_refused_twice_fail_the_delivery_for_good() {
+    let slack = LocalSlack::start(&["#alerts"]);
+    slack.script(json!([{"status": 400, "body": "invalid_blocks"}, {"status": 400, "body": "invalid_blocks"}]));
+    let e = notify(
+        &slack,
+        webhooks(&slack),
+        &fixture("alb-flapping-worker-ceiling"),
+        Duration::from_secs(10),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.to_string().contains("invalid_blocks"), "{e}");
+    assert_eq!(slack.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn slack_that_stays_down_fails_before_the_deadline_and_can_be_retried() {
+    let slack = LocalSlack::start(&["#alerts"]);
+    slack.script(json!([{"status": 503}, {"status": 503}, {"status": 503}, {"status": 503}, {"status": 503}, {"status": 503}]));
+    let started = std::time::Instant::now();
+    let e = notify(
+        &slack,
+        webhooks(&slack),
+        &fixture("alb-flapping-worker-ceiling"),
+        Duration::from_secs(3),
+    )
+    .await
+    .unwrap_err();
+    assert!(e.is_retryable(), "{e}");
+    assert_eq!(e.kind(), "slack_unavailable");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "gave up at the deadline, not after it"
+    );
+    assert!(e.to_string().contains("503"), "{e}");
+}
+
+#[tokio::test]
+async fn an_unreachable_slack_is_retryable_and_says_it_could_not_connect() {
+    let slack = LocalSlack::start(&["#alerts"]);
+    let credentials = webhooks(&slack);
+    drop(slack);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let closed = LocalSlackless {
+        url: format!("http://127.0.0.1:{port}"),
+    };
+    let poster = SlackWebhook::new(credentials, format!("{}/api", closed.url)).unwrap();
+    let n = Notifier {
+        poster,
+        threads: NoThreads,
+        routes: Routes::parse(None, "#alerts").unwrap(),
+        thread_lifetime: chrono::Duration::hours(1),
+        retry: RetryPolicy::default(),
+    };
+    let e = n
+        .notify(
+            &fixture("alb-flapping-worker-ceiling"),
+            chrono::Utc::now(),
+            tokio::time::Instant::now() + Duration::from_secs(2),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        e.is_retryable() && e.to_string().contains("could not connect"),
+        "{e}"
+    );
+}
+
+/// Only a URL, for the test above: nothing listens there.
+struct LocalSlackless {
+    url: String,
+}
