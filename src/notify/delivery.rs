@@ -15,7 +15,7 @@ use super::answer::{Answer, advice};
 use super::message::{Placement, SlackMessage, compose};
 use super::route::{Route, Routes};
 use super::thread::{Thread, ThreadKey, ThreadStore};
-use crate::diagnosis::Diagnosis;
+use crate::diagnosis::{Diagnosis, ReportKind};
 use crate::error::{Error, Result};
 
 /// Port: something that posts a JSON body to Slack for a channel.
@@ -236,7 +236,8 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         now: DateTime<Utc>,
         deadline: Instant,
     ) -> Result<Vec<Posted>> {
-        let routes = self.routes.select(d);
+        let mut routes: Vec<Route> = self.routes.select(d).into_iter().cloned().collect();
+        routes.extend(self.open_threads_elsewhere(d, &routes, now).await);
         if routes.is_empty() {
             tracing::info!(
                 diagnosis_id = %d.id,
@@ -248,7 +249,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         }
         let mut posted = Vec::with_capacity(routes.len());
         let mut first_failure = None;
-        for route in routes {
+        for route in &routes {
             match self.deliver(d, route, now, deadline).await {
                 Ok(p) => {
                     tracing::info!(
@@ -279,6 +280,33 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             Some(e) => Err(e),
             None => Ok(posted),
         }
+    }
+
+    /// A resolution follows its alarm into every channel where a thread about
+    /// it is open, even where its own routes do not lead (a route for
+    /// `sustained` does not match `recovered`); it mentions nobody there.
+    async fn open_threads_elsewhere(
+        &self,
+        d: &Diagnosis,
+        chosen: &[Route],
+        now: DateTime<Utc>,
+    ) -> Vec<Route> {
+        if d.kind != ReportKind::Resolution || !self.poster.web_api() || !self.threads.enabled() {
+            return Vec::new();
+        }
+        let alarm = d.alarm.arn.as_deref().unwrap_or(&d.alarm.name);
+        let mut extra: Vec<Route> = Vec::new();
+        for channel in self.routes.channels() {
+            if chosen.iter().chain(&extra).any(|r| r.channel == channel) {
+                continue;
+            }
+            if let Ok(Some(thread)) = self.threads.find(&ThreadKey::new(alarm, channel)).await
+                && thread.is_open(now)
+            {
+                extra.push(Route::everything_to(channel));
+            }
+        }
+        extra
     }
 
     async fn deliver(

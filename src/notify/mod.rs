@@ -382,6 +382,7 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(a[0].thread_ts, None);
         assert_eq!(b[0].thread_ts, a[0].ts);
+        assert_eq!(b.len(), 1);
         let posted = n.poster.posted();
         assert_eq!(
             posted[1].1["channel"], "C0CHECKOUT",
@@ -393,6 +394,41 @@ pub(crate) mod tests {
             .await
             .unwrap();
         assert_eq!(c[0].thread_ts, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_resolution_follows_its_alarm_into_the_channel_that_was_paged() {
+        let n = notifier(ScriptedSlack::answering(true, vec![]));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let now = Utc::now();
+        let paged = diagnosis(
+            Behaviour::Sustained,
+            Severity::Critical,
+            ReportKind::Diagnosis,
+        );
+        let first = n.notify(&paged, now, deadline).await.unwrap();
+        assert_eq!(first.len(), 2, "#oncall and #alerts");
+        let resolved = diagnosis(Behaviour::Recovered, Severity::Info, ReportKind::Resolution);
+        let replies = n
+            .notify(&resolved, now + chrono::Duration::minutes(9), deadline)
+            .await
+            .unwrap();
+        let mut threads: Vec<_> = replies
+            .iter()
+            .map(|p| (p.channel.clone(), p.thread_ts.clone()))
+            .collect();
+        threads.sort();
+        let mut expected: Vec<_> = first
+            .iter()
+            .map(|p| (p.channel.clone(), p.ts.clone()))
+            .collect();
+        expected.sort();
+        assert_eq!(threads, expected);
+        assert!(
+            !n.poster.posted()[2..]
+                .iter()
+                .any(|(_, body)| body.to_string().contains("<!here>"))
+        );
     }
 
     #[tokio::test(start_paused = true)]

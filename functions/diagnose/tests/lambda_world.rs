@@ -23,6 +23,7 @@ fn world_with_lambda(name: &str) -> LocalWorld {
             lambda_binary: Some(PathBuf::from(env!("CARGO_BIN_EXE_diagnose"))),
             // Publish to the topic only: the queue receives it through its subscription.
             lambda_env: vec!["DIAGNOSIS_QUEUE_URL=".to_owned()],
+            ..Options::default()
         },
     )
 }

@@ -1,0 +1,324 @@
+//! End to end, both functions: a world's alarm changes state in moto, SNS
+//! invokes diagnose (under cargo-lambda's emulator), diagnose publishes to the
+//! diagnosis topic, and the topic fans out to notify-slack (posting to the
+//! local Slack with the secret it reads from Secrets Manager or SSM) and to
+//! email subscribers (kept in moto's mailbox, filter policies applied).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly by design
+
+#[path = "../../../tests/support/mod.rs"]
+mod support;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use support::{LocalWorld, Options, requests_at};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// The diagnose binary next to this package's (both are built by `cargo test` at the workspace root).
+fn diagnose_binary() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_BIN_EXE_notify-slack")).with_file_name("diagnose");
+    assert!(
+        path.exists(),
+        "{} is missing: run the tests from the workspace root (cargo test --all-targets) or cargo build -p diagnose",
+        path.display()
+    );
+    path
+}
+
+fn world(name: &str, mode: &'static str, notify_env: &[&str]) -> LocalWorld {
+    LocalWorld::up_with(
+        name,
+        Options {
+            lambda_binary: Some(diagnose_binary()),
+            notify: Some((PathBuf::from(env!("CARGO_BIN_EXE_notify-slack")), mode)),
+            // Debug logging everywhere in notify-slack: the secret must not appear even there.
+            notify_env: notify_env
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain(["RUST_LOG=debug".to_owned()])
+                .collect(),
+            ..Options::default()
+        },
+    )
+}
+
+/// Waits until notify-slack has been invoked `n` times and returns the records.
+fn notified(world: &LocalWorld, n: usize) -> Vec<Value> {
+    let diagnosed = world.invocations("invocations", n, WAIT);
+    assert_eq!(
+        diagnosed.len(),
+        n,
+        "diagnose log:\n{}",
+        world.log("diagnose")
+    );
+    assert!(
+        diagnosed.iter().all(|r| r["function_error"].is_null()),
+        "{diagnosed:?}\n{}",
+        world.log("diagnose")
+    );
+    let records = world.invocations("notify-slack-invocations", n, WAIT);
+    assert_eq!(
+        records.len(),
+        n,
+        "notify-slack was not invoked {n} times; its log:\n{}",
+        world.log("notify-slack")
+    );
+    records
+}
+
+fn slack_requests(world: &LocalWorld) -> Vec<Value> {
+    requests_at(world.var("SLACK_LOCAL_URL"))
+}
+
+fn mail_to(world: &LocalWorld, address: &str) -> Vec<Value> {
+    world
+        .mailbox()
+        .into_iter()
+        .filter(|m| m["to"] == address)
+        .collect()
+}
+
+/// No line of any log the stack wrote (both functions at debug level, the
+/// bridges, the emulators, moto, the local Slack) contains a secret.
+fn assert_no_secret_in_logs(world: &LocalWorld) {
+    let secrets: Vec<String> = world.facts["slack_secrets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_owned())
+        .collect();
+    assert!(secrets.len() >= 3 && secrets.iter().all(|s| s.len() >= 20));
+    let files = world.log_files();
+    assert!(files.len() >= 8, "{files:?}");
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap_or_default();
+        for (n, line) in text.lines().enumerate() {
+            for secret in &secrets {
+                assert!(
+                    !line.contains(secret.as_str()),
+                    "{}:{} contains a Slack secret",
+                    file.display(),
+                    n + 1
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn world_1_reaches_the_alerts_channel_and_the_oncall_inbox() {
+    let world = world("alb-flapping-worker-ceiling", "webhook", &[]);
+    world.deliver();
+    let records = notified(&world, 1);
+    assert!(
+        records[0]["function_error"].is_null(),
+        "{}\n{}",
+        records[0],
+        world.log("notify-slack")
+    );
+
+    // Slack: one post, through the #alerts webhook the secret names, no mention (flapping).
+    let requests = slack_requests(&world);
+    assert_eq!(requests.len(), 1, "{requests:#?}");
+    let post = &requests[0];
+    assert_eq!(
+        (
+            post["kind"].as_str(),
+            post["webhook"].as_str(),
+            post["status"].as_u64()
+        ),
+        (Some("webhook"), Some("#alerts"), Some(200))
+    );
+    let payload = &post["payload"];
+    let blocks = payload["blocks"].as_array().unwrap();
+    assert_eq!(
+        blocks[0]["text"]["text"],
+        "FLAPPING k8s-shopfront-alb-target-response-time"
+    );
+    let whole = payload.to_string();
+    assert!(
+        whole.contains("k8s-shop-checkout-8a1f2c3d4e"),
+        "the culprit target group is named"
+    );
+    assert!(!whole.contains("<!here>") && !whole.contains("<!channel>"));
+    assert!(
+        blocks.iter().any(|b| b["type"] == "actions"),
+        "console links as buttons"
+    );
+
+    // Email: the oncall address hears everything; the escalations address only sustained alarms.
+    let mail = mail_to(&world, "oncall@example.com");
+    assert_eq!(mail.len(), 1, "{:#?}", world.mailbox());
+    let subject = mail[0]["subject"].as_str().unwrap();
+    assert_eq!(subject, "[flapping] k8s-shopfront-alb-target-response-time");
+    assert!(subject.len() <= 100 && subject.is_ascii() && !subject.contains('\n'));
+    let body = mail[0]["body"].as_str().unwrap();
+    assert!(
+        body.starts_with("Flapping: k8s-shopfront-alb-target-response-time"),
+        "verdict first:\n{body}"
+    );
+    assert!(
+        body.contains("https://") && body.contains("console.aws.amazon.com"),
+        "console links:\n{body}"
+    );
+    assert!(
+        !body.contains("<html") && !body.contains("<br"),
+        "plain text, no HTML"
+    );
+    assert!(body.contains("k8s-shop-checkout-8a1f2c3d4e"));
+    assert!(
+        mail_to(&world, "escalations@example.com").is_empty(),
+        "filtered out: not sustained"
+    );
+
+    assert_no_secret_in_logs(&world);
+}
+
+#[tokio::test]
+async fn world_3_pages_oncall_and_threads_the_resolution_under_it() {
+    let world = world("alb-sustained-hot-pod", "bot", &[]);
+    world.deliver();
+    let first = notified(&world, 1);
+    assert!(
+        first[0]["function_error"].is_null(),
+        "{}\n{}",
+        first[0],
+        world.log("notify-slack")
+    );
+
+    let requests = slack_requests(&world);
+    let channels: Vec<&str> = requests
+        .iter()
+        .map(|r| r["payload"]["channel"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        channels,
+        ["#oncall", "#alerts"],
+        "critical and sustained: #oncall, then #alerts"
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| r["authorization"] == "valid" && r["status"] == 200)
+    );
+    assert!(
+        requests[0]["payload"]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("<!here> ")
+    );
+    assert!(!requests[1]["payload"].to_string().contains("<!here>"));
+    assert!(
+        requests
+            .iter()
+            .all(|r| r["payload"].get("thread_ts").is_none())
+    );
+    let escalations = mail_to(&world, "escalations@example.com");
+    assert_eq!(escalations.len(), 1, "sustained passes the filter policy");
+    assert!(
+        escalations[0]["subject"]
+            .as_str()
+            .unwrap()
+            .starts_with("[sustained] ")
+    );
+
+    // The alarm recovers: the resolution is a reply under each first message.
+    world.deliver_to(Some("OK"));
+    let second = notified(&world, 2);
+    assert!(
+        second[1]["function_error"].is_null(),
+        "{}\n{}",
+        second[1],
+        world.log("notify-slack")
+    );
+    let requests = slack_requests(&world);
+    assert_eq!(requests.len(), 4, "{requests:#?}");
+    // Both channels get it: #alerts by its route, #oncall because its thread is open.
+    for reply in &requests[2..] {
+        let first = requests[..2]
+            .iter()
+            .find(|f| f["channel_id"] == reply["payload"]["channel"])
+            .unwrap_or_else(|| panic!("a reply in a channel without a first message: {reply:#}"));
+        assert_eq!(reply["payload"]["thread_ts"], first["ts"], "{reply:#}");
+        assert!(
+            !reply["payload"].to_string().contains("<!here>"),
+            "a resolution pages nobody"
+        );
+    }
+    let replied: std::collections::BTreeSet<&str> = requests[2..]
+        .iter()
+        .map(|r| r["payload"]["channel"].as_str().unwrap())
+        .collect();
+    assert_eq!(replied.len(), 2);
+
+    // The threads are remembered in DynamoDB, with the expiry DynamoDB's TTL reads.
+    let dynamodb = aws_sdk_dynamodb::Client::new(&world.sdk_config().await);
+    let items = dynamodb
+        .scan()
+        .table_name("alarm-triage-slack-threads")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(items.count(), 2);
+    for item in items.items() {
+        assert!(
+            item["thread_key"]
+                .as_s()
+                .unwrap()
+                .starts_with("arn:aws:cloudwatch:")
+        );
+        assert!(item["expires_at"].as_n().is_ok());
+    }
+    assert_no_secret_in_logs(&world);
+}
+
+#[tokio::test]
+async fn a_permanent_slack_refusal_fails_the_invocation_naming_the_cause() {
+    let world = world("alb-flapping-worker-ceiling", "webhook", &[]);
+    let script = json!({"answers": [{"status": 404, "body": "no_service"}]}).to_string();
+    support::http(
+        world.var("SLACK_LOCAL_URL"),
+        "POST",
+        "/_recorder/script",
+        &script,
+    );
+    world.deliver();
+    let records = notified(&world, 1);
+    assert_eq!(records[0]["function_error"], "Unhandled", "{}", records[0]);
+    let error: Value = serde_json::from_str(records[0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(error["errorType"], "slack_rejected", "{error}");
+    let message = error["errorMessage"].as_str().unwrap();
+    assert!(
+        message.contains("404 no_service") && message.contains("webhook for #alerts"),
+        "{message}"
+    );
+    assert!(message.contains("diagnosis dx-"), "{message}");
+    // Email does not depend on Slack.
+    assert_eq!(mail_to(&world, "oncall@example.com").len(), 1);
+    assert_no_secret_in_logs(&world);
+}
+
+#[tokio::test]
+async fn a_missing_secret_fails_the_invocation_naming_the_secret() {
+    let world = world(
+        "alb-flapping-worker-ceiling",
+        "webhook",
+        &["SLACK_SECRET_ID=alarm-triage/does-not-exist"],
+    );
+    world.deliver();
+    let records = notified(&world, 1);
+    assert_eq!(records[0]["function_error"], "Unhandled", "{}", records[0]);
+    let error: Value = serde_json::from_str(records[0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(error["errorType"], "slack_secret", "{error}");
+    assert!(
+        error["errorMessage"]
+            .as_str()
+            .unwrap()
+            .contains("alarm-triage/does-not-exist"),
+        "{error}"
+    );
+    assert!(slack_requests(&world).is_empty());
+}
