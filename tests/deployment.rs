@@ -74,11 +74,16 @@ print(json.dumps(yaml.load(open(sys.argv[1]), Loader=Loader)))
 fn policy_problems(template: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     for (name, resource) in template["Resources"].as_object().unwrap() {
-        for policy in resource["Properties"]["Policies"]
+        // A conditional policy (`!If [cond, policy, AWS::NoValue]`) is checked in both branches.
+        let policies = resource["Properties"]["Policies"]
             .as_array()
             .into_iter()
             .flatten()
-        {
+            .flat_map(|p| match p["Fn::If"].as_array() {
+                Some(branches) => branches[1..].iter().collect::<Vec<_>>(),
+                None => vec![p],
+            });
+        for policy in policies {
             for statement in policy["Statement"].as_array().into_iter().flatten() {
                 if statement["Effect"] != "Allow" {
                     problems.push(format!("{name}: Effect {}", statement["Effect"]));
@@ -94,6 +99,7 @@ fn policy_problems(template: &Value) -> Vec<String> {
                         "sns:Publish",
                         "sqs:SendMessage",
                         "secretsmanager:GetSecretValue",
+                        "dynamodb:PutItem",
                     ]
                     .contains(&action);
                     let read = ["Describe", "Get", "List"]
@@ -217,5 +223,19 @@ fn a_write_action_is_caught_by_the_read_only_check() {
     assert_eq!(
         problems,
         vec!["DiagnoseFunction: cloudwatch:SetAlarmState is not a read action".to_owned()]
+    );
+}
+
+#[test]
+fn a_thread_table_write_widened_to_every_table_is_caught() {
+    let path = broken(
+        "thread-write",
+        "Resource: !GetAtt SlackThreadsTable.Arn",
+        "Resource: \"*\"",
+    );
+    let problems = policy_problems(&template_json(&path));
+    assert_eq!(
+        problems,
+        vec!["NotifySlackFunction: dynamodb:PutItem on every resource".to_owned()]
     );
 }
