@@ -7,16 +7,20 @@
 #  2. start-up: release diagnose binary, process start to its first poll of the
 #     Lambda runtime API (median of 20 starts);
 #  3. memory: peak RSS of the release diagnose binary serving one world-1
-#     invocation under cargo-lambda's emulator (/usr/bin/time -v).
+#     invocation under cargo-lambda's emulator (/usr/bin/time -v);
+#  4. notify-slack: start-up as in 2; then, with both functions under the
+#     emulator and the local Slack, the time of its first invocation (reads
+#     the secret, builds the HTTPS client, posts) and of a second one (the
+#     resolution), and its peak RSS.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 scripts/setup.sh
-cargo build --quiet --release -p diagnose -p alarm-triage
+cargo build --quiet --release -p diagnose -p notify-slack -p alarm-triage
 python=.venv/bin/python
 state=.world/bench
 world=tests/worlds/alb-flapping-worker-ceiling
-trap '$python infra/local/stack.py down --state "$state" >/dev/null 2>&1 || true; $python infra/local/stack.py down --state "$state-rss" >/dev/null 2>&1 || true' EXIT
+trap 'for s in "$state" "$state-rss" "$state-notify"; do $python infra/local/stack.py down --state "$s" >/dev/null 2>&1 || true; done' EXIT
 
 echo "== 1. latency: world 1, without and with 100 ms before every AWS call"
 $python infra/local/stack.py up "$world" --state "$state" >/dev/null
@@ -68,3 +72,26 @@ pkill -TERM -P "$time_pid" || true
 for _ in $(seq 1 50); do [ -s "$state-rss.time" ] && break; sleep 0.1; done
 $python infra/local/stack.py down --state "$state-rss" >/dev/null
 grep -E "Maximum resident set size|Elapsed" "$state-rss.time" | sed 's/^/   /'
+
+echo "== 4. notify-slack: start-up, invocation times, peak RSS (release)"
+$python scripts/bench_startup.py target/release/notify-slack
+wrapper="$PWD/$state-notify.sh"
+printf '#!/bin/sh\nexec /usr/bin/time -v -o %s %s\n' "$PWD/$state-notify.time" "$PWD/target/release/notify-slack" > "$wrapper"
+chmod +x "$wrapper"
+DIAGNOSE_BINARY="$PWD/target/release/diagnose" NOTIFY_SLACK_BINARY="$wrapper" \
+  $python infra/local/stack.py up "$world" --state "$state-notify" --lambda --notify webhook >/dev/null
+$python infra/local/stack.py deliver --state "$state-notify" >/dev/null
+for _ in $(seq 1 100); do [ -s "$state-notify/notify-slack-invocations.jsonl" ] && break; sleep 0.2; done
+$python infra/local/stack.py deliver --state "$state-notify" --to OK >/dev/null
+for _ in $(seq 1 100); do [ "$(wc -l < "$state-notify/notify-slack-invocations.jsonl")" -ge 2 ] && break; sleep 0.2; done
+$python - "$state-notify/notify-slack-invocations.jsonl" <<'PY'
+import json, sys
+runs = [json.loads(line) for line in open(sys.argv[1])]
+for name, run in zip(("first (cold: secret, client, post)", "second (warm)"), runs):
+    print(f"   {name}: {run['seconds'] * 1000:.0f} ms as the SNS bridge saw it, error {run['function_error']}")
+PY
+time_pid=$(awk '$2 == "notify-slack" {print $1}' "$state-notify/pids")
+pkill -TERM -P "$time_pid" || true
+for _ in $(seq 1 50); do [ -s "$state-notify.time" ] && break; sleep 0.1; done
+$python infra/local/stack.py down --state "$state-notify" >/dev/null
+grep -E "Maximum resident set size" "$state-notify.time" | sed 's/^/   /'

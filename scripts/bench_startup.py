@@ -1,7 +1,8 @@
-"""Measures how long the diagnose binary takes from process start to its first
-request to the Lambda runtime API (the cold-start cost the function adds).
+"""Measures how long a function binary (diagnose or notify-slack) takes from
+process start to its first request to the Lambda runtime API (the cold-start
+cost the function adds).
 
-    python scripts/bench_startup.py PATH_TO_DIAGNOSE [RUNS]
+    python scripts/bench_startup.py PATH_TO_BINARY [RUNS]
 """
 
 import os
@@ -28,6 +29,7 @@ def one_run(binary: str) -> float:
         AWS_ACCESS_KEY_ID="testing",
         AWS_SECRET_ACCESS_KEY="testing",
         DIAGNOSIS_TOPIC_ARN="arn:aws:sns:eu-west-1:111122223333:alarm-triage-diagnoses",
+        SLACK_SECRET_ID="alarm-triage/slack",
         RUST_LOG="warn",
     )
     started = time.perf_counter()

@@ -187,25 +187,10 @@ pub fn failure(destination: &'static str, reason: String) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::evidence::GatheredEvidence;
     use crate::series::Series;
 
     fn diagnosis() -> Diagnosis {
-        let alarm: crate::alarm::AlarmNotification = serde_json::from_str(
-            r#"{"AlarmName":"k8s-shop-latency","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
-                "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:k8s-shop-latency",
-                "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE","Period":60,
-                  "EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
-                  "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
-        )
-        .unwrap();
-        crate::triage::assemble(
-            &alarm,
-            crate::diagnosis::ReportKind::Diagnosis,
-            &GatheredEvidence::default(),
-            &crate::classify::ClassifierConfig::default(),
-            alarm.state_change_time.0,
-        )
+        crate::triage::tests::sample()
     }
 
     #[test]

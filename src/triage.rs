@@ -179,3 +179,28 @@ fn console_links(alarm: &AlarmFacts) -> Vec<Link> {
     }
     links
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use crate::diagnosis::{Diagnosis, ReportKind};
+    use crate::evidence::GatheredEvidence;
+
+    /// A diagnosis of a fresh 2-of-2 ALB latency alarm with no evidence gathered.
+    pub(crate) fn sample() -> Diagnosis {
+        let alarm: crate::alarm::AlarmNotification = serde_json::from_str(
+            r#"{"AlarmName":"k8s-shop-latency","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
+                "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:k8s-shop-latency",
+                "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE","Period":60,
+                  "EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
+                  "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
+        )
+        .unwrap();
+        super::assemble(
+            &alarm,
+            ReportKind::Diagnosis,
+            &GatheredEvidence::default(),
+            &crate::classify::ClassifierConfig::default(),
+            alarm.state_change_time.0,
+        )
+    }
+}

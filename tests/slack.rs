@@ -70,6 +70,17 @@ async fn notify(
         .await
 }
 
+/// Posts world 1's diagnosis (flapping: one route, #alerts) through the webhooks.
+async fn post_flapping(slack: &LocalSlack, within: Duration) -> Result<Vec<Posted>> {
+    notify(
+        slack,
+        webhooks(slack),
+        &fixture("alb-flapping-worker-ceiling"),
+        within,
+    )
+    .await
+}
+
 /// A request as the snapshot keeps it: where it went, what it carried, what Slack answered.
 fn recorded(request: &Value) -> Value {
     json!({
@@ -170,14 +181,9 @@ async fn a_rate_limited_post_waits_for_retry_after_then_lands() {
         {"status": 429, "retry_after": 1, "body": "rate_limited"},
         {"status": 503, "body": ""},
     ]));
-    let posted = notify(
-        &slack,
-        webhooks(&slack),
-        &fixture("alb-flapping-worker-ceiling"),
-        Duration::from_secs(15),
-    )
-    .await
-    .unwrap();
+    let posted = post_flapping(&slack, Duration::from_secs(15))
+        .await
+        .unwrap();
     assert_eq!(posted[0].attempts, 3);
     let requests = slack.requests();
     let statuses: Vec<u64> = requests
@@ -199,14 +205,9 @@ async fn a_rate_limited_post_waits_for_retry_after_then_lands() {
 async fn a_removed_webhook_fails_the_delivery_naming_no_service() {
     let slack = LocalSlack::start(&["#alerts"]);
     slack.script(json!([{"status": 404, "body": "no_service"}]));
-    let e = notify(
-        &slack,
-        webhooks(&slack),
-        &fixture("alb-flapping-worker-ceiling"),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap_err();
+    let e = post_flapping(&slack, Duration::from_secs(10))
+        .await
+        .unwrap_err();
     let text = e.to_string();
     assert!(!e.is_retryable());
     assert_eq!(e.kind(), "slack_rejected");
@@ -229,14 +230,9 @@ async fn a_removed_webhook_fails_the_delivery_naming_no_service() {
 async fn a_revoked_webhook_fails_the_delivery_naming_invalid_token() {
     let slack = LocalSlack::start(&["#alerts"]);
     slack.script(json!([{"status": 403, "body": "invalid_token"}]));
-    let e = notify(
-        &slack,
-        webhooks(&slack),
-        &fixture("alb-flapping-worker-ceiling"),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap_err();
+    let e = post_flapping(&slack, Duration::from_secs(10))
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("403 invalid_token"), "{e}");
 }
 
@@ -244,14 +240,9 @@ async fn a_revoked_webhook_fails_the_delivery_naming_invalid_token() {
 async fn refused_blocks_are_sent_once_more_as_plain_text() {
     let slack = LocalSlack::start(&["#alerts"]);
     slack.script(json!([{"status": 400, "body": "invalid_blocks"}]));
-    let posted = notify(
-        &slack,
-        webhooks(&slack),
-        &fixture("alb-flapping-worker-ceiling"),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap();
+    let posted = post_flapping(&slack, Duration::from_secs(10))
+        .await
+        .unwrap();
     assert!(posted[0].as_text);
     let requests = slack.requests();
     assert!(requests[1]["payload"].get("blocks").is_none());
@@ -267,14 +258,9 @@ async fn refused_blocks_are_sent_once_more_as_plain_text() {
 async fn blocks_refused_twice_fail_the_delivery_for_good() {
     let slack = LocalSlack::start(&["#alerts"]);
     slack.script(json!([{"status": 400, "body": "invalid_blocks"}, {"status": 400, "body": "invalid_blocks"}]));
-    let e = notify(
-        &slack,
-        webhooks(&slack),
-        &fixture("alb-flapping-worker-ceiling"),
-        Duration::from_secs(10),
-    )
-    .await
-    .unwrap_err();
+    let e = post_flapping(&slack, Duration::from_secs(10))
+        .await
+        .unwrap_err();
     assert!(e.to_string().contains("invalid_blocks"), "{e}");
     assert_eq!(slack.requests().len(), 2);
 }
@@ -284,14 +270,9 @@ async fn slack_that_stays_down_fails_before_the_deadline_and_can_be_retried() {
     let slack = LocalSlack::start(&["#alerts"]);
     slack.script(json!([{"status": 503}, {"status": 503}, {"status": 503}, {"status": 503}, {"status": 503}, {"status": 503}]));
     let started = std::time::Instant::now();
-    let e = notify(
-        &slack,
-        webhooks(&slack),
-        &fixture("alb-flapping-worker-ceiling"),
-        Duration::from_secs(3),
-    )
-    .await
-    .unwrap_err();
+    let e = post_flapping(&slack, Duration::from_secs(3))
+        .await
+        .unwrap_err();
     assert!(e.is_retryable(), "{e}");
     assert_eq!(e.kind(), "slack_unavailable");
     assert!(

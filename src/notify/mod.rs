@@ -89,21 +89,7 @@ pub(crate) mod tests {
         severity: Severity,
         kind: ReportKind,
     ) -> Diagnosis {
-        let alarm: crate::alarm::AlarmNotification = serde_json::from_str(
-            r#"{"AlarmName":"k8s-shop-latency","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
-                "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:k8s-shop-latency",
-                "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE","Period":60,
-                  "EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
-                  "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
-        )
-        .unwrap();
-        let mut d = crate::triage::assemble(
-            &alarm,
-            ReportKind::Diagnosis,
-            &crate::evidence::GatheredEvidence::default(),
-            &crate::classify::ClassifierConfig::default(),
-            alarm.state_change_time.0,
-        );
+        let mut d = crate::triage::tests::sample();
         d.classification.behaviour = behaviour;
         d.severity = severity;
         d.kind = kind;
