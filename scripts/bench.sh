@@ -69,7 +69,7 @@ for _ in $(seq 1 100); do [ -s "$state-rss/invocations.jsonl" ] && break; sleep 
 # Stop the function itself (not /usr/bin/time) so that time reports.
 time_pid=$(awk '$2 == "diagnose" {print $1}' "$state-rss/pids")
 pkill -TERM -P "$time_pid" || true
-for _ in $(seq 1 50); do [ -s "$state-rss.time" ] && break; sleep 0.1; done
+for _ in $(seq 1 50); do grep -q "Exit status" "$state-rss.time" 2>/dev/null && break; sleep 0.1; done
 $python infra/local/stack.py down --state "$state-rss" >/dev/null
 grep -E "Maximum resident set size|Elapsed" "$state-rss.time" | sed 's/^/   /'
 
@@ -92,6 +92,6 @@ for name, run in zip(("first (cold: secret, client, post)", "second (warm)"), ru
 PY
 time_pid=$(awk '$2 == "notify-slack" {print $1}' "$state-notify/pids")
 pkill -TERM -P "$time_pid" || true
-for _ in $(seq 1 50); do [ -s "$state-notify.time" ] && break; sleep 0.1; done
+for _ in $(seq 1 50); do grep -q "Exit status" "$state-notify.time" 2>/dev/null && break; sleep 0.1; done
 $python infra/local/stack.py down --state "$state-notify" >/dev/null
 grep -E "Maximum resident set size" "$state-notify.time" | sed 's/^/   /'

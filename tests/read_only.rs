@@ -1,5 +1,6 @@
-//! Nothing the bot is granted can change AWS or Kubernetes: the IAM policy
-//! allows only reads plus publishing to its own topic and queue, and the RBAC
+//! Nothing the bot is granted can change AWS or Kubernetes: the IAM policies
+//! allow only reads plus writes to its own topic, queues and thread table (and
+//! reading only its own secret), and the RBAC
 //! role only get/list/watch. A deliberately broken copy of each is caught.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly by design
@@ -11,8 +12,15 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 const READ_PREFIXES: [&str; 3] = ["Describe", "Get", "List"];
-/// Writes the bot needs, each only on its own resource.
-const OWN_WRITES: [&str; 2] = ["sns:Publish", "sqs:SendMessage"];
+/// Actions the bot needs only on its own resources: its writes, its secret and the key of its SecureString.
+const OWN_WRITES: [&str; 6] = [
+    "sns:Publish",
+    "sqs:SendMessage",
+    "dynamodb:PutItem",
+    "secretsmanager:GetSecretValue",
+    "ssm:GetParameter",
+    "kms:Decrypt",
+];
 
 /// Every problem with an IAM policy document, empty when it is read-only.
 fn iam_problems(policy: &Value) -> Vec<String> {
@@ -94,13 +102,14 @@ fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
 }
 
 #[test]
-fn the_iam_policy_grants_only_reads_and_the_bots_own_publishing() {
-    let policy: Value = serde_json::from_str(
-        &std::fs::read_to_string(support::repo_root().join("infra/iam/diagnose-policy.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(iam_problems(&policy), Vec::<String>::new());
+fn the_iam_policies_grant_only_reads_and_the_bots_own_writes() {
+    for name in ["diagnose-policy.json", "notify-slack-policy.json"] {
+        let policy: Value = serde_json::from_str(
+            &std::fs::read_to_string(support::repo_root().join("infra/iam").join(name)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(iam_problems(&policy), Vec::<String>::new(), "{name}");
+    }
 }
 
 #[test]
@@ -108,10 +117,11 @@ fn a_write_action_or_a_wildcard_in_the_policy_is_caught() {
     let broken = json!({"Statement": [
         {"Effect": "Allow", "Action": ["cloudwatch:DescribeAlarms", "cloudwatch:SetAlarmState"], "Resource": "*"},
         {"Effect": "Allow", "Action": "elasticloadbalancing:*", "Resource": "*"},
-        {"Effect": "Allow", "Action": "sns:Publish", "Resource": "*"}
+        {"Effect": "Allow", "Action": "sns:Publish", "Resource": "*"},
+        {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": "*"}
     ]});
     let problems = iam_problems(&broken);
-    assert_eq!(problems.len(), 3, "{problems:?}");
+    assert_eq!(problems.len(), 4, "{problems:?}");
 }
 
 #[test]

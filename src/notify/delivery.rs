@@ -142,6 +142,9 @@ pub struct Posted {
     pub attempts: u32,
     /// Whether Slack refused the blocks and the plain-text report went instead.
     pub as_text: bool,
+    /// Posted by an earlier attempt at this event (a Lambda retry, a repeated
+    /// SNS delivery): not posted again.
+    pub already_posted: bool,
 }
 
 /// Posts one message, retrying within `deadline`.
@@ -181,6 +184,7 @@ pub async fn post_with_retries<P: SlackPoster>(
                     thread_ts: body["thread_ts"].as_str().map(str::to_owned),
                     attempts: attempt,
                     as_text,
+                    already_posted: false,
                 });
             }
             Step::RetryAfter(wait) => {
@@ -339,22 +343,45 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             thread_ts: open.as_ref().map(|t| t.ts.as_str()),
             thread_channel: open.as_ref().map(|t| t.channel_id.as_str()),
         };
+        // With a store, a retry of an event does not post again where it already landed.
+        let delivery = ThreadKey::delivery(d.id.as_str(), &route.channel);
+        if threading
+            && let Ok(Some(earlier)) = self.threads.find(&delivery).await
+            && earlier.is_open(now)
+        {
+            tracing::info!(
+                diagnosis_id = %d.id,
+                channel = %route.channel,
+                "already posted by an earlier attempt at this event; not posting again"
+            );
+            return Ok(Posted {
+                channel: route.channel.clone(),
+                channel_id: Some(earlier.channel_id),
+                ts: Some(earlier.ts),
+                thread_ts: open.map(|t| t.ts),
+                attempts: 0,
+                as_text: false,
+                already_posted: true,
+            });
+        }
         let message = compose(d, route, placement);
         let posted = post_with_retries(&self.poster, &message, deadline, &self.retry).await?;
-        if threading
-            && open.is_none()
-            && let (Some(channel_id), Some(ts)) = (&posted.channel_id, &posted.ts)
-        {
-            let thread = Thread::started(channel_id.clone(), ts.clone(), now, self.thread_lifetime);
-            match self.threads.remember(&key, &thread, now).await {
-                Ok(true) => {}
-                Ok(false) => tracing::warn!(
-                    diagnosis_id = %d.id,
-                    channel = %route.channel,
-                    "another invocation started a thread for this alarm at the same time; this message stays at the top level"
-                ),
-                Err(e) => {
-                    tracing::warn!(diagnosis_id = %d.id, error = %e, "could not remember the thread")
+        if threading && let (Some(channel_id), Some(ts)) = (&posted.channel_id, &posted.ts) {
+            let record = Thread::started(channel_id.clone(), ts.clone(), now, self.thread_lifetime);
+            if let Err(e) = self.threads.remember(&delivery, &record, now).await {
+                tracing::warn!(diagnosis_id = %d.id, error = %e, "could not remember the delivery");
+            }
+            if open.is_none() {
+                match self.threads.remember(&key, &record, now).await {
+                    Ok(true) => {}
+                    Ok(false) => tracing::warn!(
+                        diagnosis_id = %d.id,
+                        channel = %route.channel,
+                        "another invocation started a thread for this alarm at the same time; this message stays at the top level"
+                    ),
+                    Err(e) => {
+                        tracing::warn!(diagnosis_id = %d.id, error = %e, "could not remember the thread")
+                    }
                 }
             }
         }

@@ -93,6 +93,9 @@ pub(crate) mod tests {
         d.classification.behaviour = behaviour;
         d.severity = severity;
         d.kind = kind;
+        // Another transition of the alarm, another id (as `DiagnosisId::for_transition` gives).
+        d.id = serde_json::from_value(json!(format!("dx-{behaviour:?}-{kind:?}").to_lowercase()))
+            .unwrap();
         d
     }
 
@@ -415,6 +418,35 @@ pub(crate) mod tests {
                 .iter()
                 .any(|(_, body)| body.to_string().contains("<!here>"))
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_retried_event_is_not_posted_again_where_it_already_landed() {
+        // #oncall refuses, #alerts takes it; the retry posts only to #oncall.
+        let n = notifier(ScriptedSlack::answering(
+            true,
+            vec![Answer::Unavailable {
+                reason: "HTTP 503".into(),
+            }],
+        ));
+        let n = Notifier {
+            retry: RetryPolicy {
+                max_attempts: 1,
+                ..RetryPolicy::default()
+            },
+            ..n
+        };
+        let d = diagnosis(
+            Behaviour::Sustained,
+            Severity::Critical,
+            ReportKind::Diagnosis,
+        );
+        let deadline = Instant::now() + Duration::from_secs(15);
+        assert!(n.notify(&d, Utc::now(), deadline).await.is_err());
+        let retry = n.notify(&d, Utc::now(), deadline).await.unwrap();
+        let channels: Vec<String> = n.poster.posted().into_iter().map(|(c, _)| c).collect();
+        assert_eq!(channels, ["#oncall", "#alerts", "#oncall"]);
+        assert!(!retry[0].already_posted && retry[1].already_posted);
     }
 
     #[tokio::test(start_paused = true)]

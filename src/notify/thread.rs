@@ -1,7 +1,8 @@
 //! Threads: with a bot token, every later message about an alarm (its
 //! resolution, the next flapping report) is a reply under the first one.
 //! Threads are remembered per alarm and channel, and end after a while so a
-//! new incident next week starts a new conversation.
+//! new incident next week starts a new conversation. The same store records
+//! which diagnosis was posted where, so a retried event is not posted twice.
 
 use std::future::Future;
 
@@ -16,6 +17,11 @@ pub struct ThreadKey(String);
 impl ThreadKey {
     pub fn new(alarm: &str, channel: &str) -> Self {
         ThreadKey(format!("{alarm}|{channel}"))
+    }
+
+    /// The record that a diagnosis was posted to a channel (same store, its own key space).
+    pub fn delivery(diagnosis_id: &str, channel: &str) -> Self {
+        ThreadKey(format!("posted|{diagnosis_id}|{channel}"))
     }
 
     pub fn as_str(&self) -> &str {

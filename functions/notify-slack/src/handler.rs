@@ -113,6 +113,7 @@ pub async fn handle(state: &State, event: LambdaEvent<Value>) -> Result<Value, D
                     "channel": p.channel,
                     "attempts": p.attempts,
                     "as_text": p.as_text,
+                    "already_posted": p.already_posted,
                     "thread_ts": p.thread_ts,
                 })
             })),

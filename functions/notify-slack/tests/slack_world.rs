@@ -33,6 +33,8 @@ fn world(name: &str, mode: &'static str, notify_env: &[&str]) -> LocalWorld {
         name,
         Options {
             lambda_binary: Some(diagnose_binary()),
+            // Publish to the topic only: the queue receives it through its subscription.
+            lambda_env: vec!["DIAGNOSIS_QUEUE_URL=".to_owned()],
             notify: Some((PathBuf::from(env!("CARGO_BIN_EXE_notify-slack")), mode)),
             // Debug logging everywhere in notify-slack: the secret must not appear even there.
             notify_env: notify_env
@@ -79,6 +81,52 @@ fn mail_to(world: &LocalWorld, address: &str) -> Vec<Value> {
         .into_iter()
         .filter(|m| m["to"] == address)
         .collect()
+}
+
+/// The SNS envelopes the diagnosis topic delivered to its queue, oldest first.
+async fn queued_envelopes(world: &LocalWorld) -> Vec<Value> {
+    let sqs = aws_sdk_sqs::Client::new(&world.sdk_config().await);
+    let mut envelopes = Vec::new();
+    loop {
+        let answer = sqs
+            .receive_message()
+            .queue_url(world.var("DIAGNOSIS_QUEUE_URL"))
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        if answer.messages().is_empty() {
+            break;
+        }
+        for message in answer.messages() {
+            envelopes.push(serde_json::from_str(message.body().unwrap()).unwrap());
+        }
+    }
+    envelopes.sort_by_key(|e: &Value| e["Timestamp"].as_str().unwrap_or_default().to_owned());
+    envelopes
+}
+
+/// The Lambda SNS event for an SNS envelope, as SNS would invoke the function.
+fn lambda_sns_event(envelope: &Value) -> Value {
+    json!({"Records": [{
+        "EventSource": "aws:sns",
+        "EventVersion": "1.0",
+        "EventSubscriptionArn": format!("{}:redelivery", envelope["TopicArn"].as_str().unwrap()),
+        "Sns": {
+            "Type": "Notification",
+            "MessageId": envelope["MessageId"],
+            "TopicArn": envelope["TopicArn"],
+            "Subject": envelope["Subject"],
+            "Message": envelope["Message"],
+            "Timestamp": envelope["Timestamp"],
+            "SignatureVersion": "1",
+            "Signature": "EXAMPLE",
+            "SigningCertUrl": "https://sns.local/cert.pem",
+            "UnsubscribeUrl": "https://sns.local/unsubscribe",
+            "MessageAttributes": envelope.get("MessageAttributes").cloned().unwrap_or(json!({})),
+        }
+    }]})
 }
 
 /// No line of any log the stack wrote (both functions at debug level, the
@@ -254,6 +302,23 @@ async fn world_3_pages_oncall_and_threads_the_resolution_under_it() {
         .collect();
     assert_eq!(replied.len(), 2);
 
+    // SNS delivers the first diagnosis again (at-least-once delivery, or a
+    // Lambda retry): nothing is posted twice.
+    let first_envelope = queued_envelopes(&world).await.remove(0);
+    let answer = support::http(
+        world.var("NOTIFY_INVOKE_URL"),
+        "POST",
+        "/2015-03-31/functions/_/invocations",
+        &lambda_sns_event(&first_envelope).to_string(),
+    );
+    let body: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let again = body["posted"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{answer}"));
+    assert_eq!(again.len(), 2, "{body}");
+    assert!(again.iter().all(|p| p["already_posted"] == true), "{body}");
+    assert_eq!(slack_requests(&world).len(), 4, "no new post");
+
     // The threads are remembered in DynamoDB, with the expiry DynamoDB's TTL reads.
     let dynamodb = aws_sdk_dynamodb::Client::new(&world.sdk_config().await);
     let items = dynamodb
@@ -262,16 +327,18 @@ async fn world_3_pages_oncall_and_threads_the_resolution_under_it() {
         .send()
         .await
         .unwrap();
-    assert_eq!(items.count(), 2);
-    for item in items.items() {
-        assert!(
-            item["thread_key"]
-                .as_s()
-                .unwrap()
-                .starts_with("arn:aws:cloudwatch:")
-        );
-        assert!(item["expires_at"].as_n().is_ok());
-    }
+    let keys: Vec<&str> = items
+        .items()
+        .iter()
+        .map(|i| i["thread_key"].as_s().unwrap().as_str())
+        .collect();
+    let threads = keys
+        .iter()
+        .filter(|k| k.starts_with("arn:aws:cloudwatch:"))
+        .count();
+    let deliveries = keys.iter().filter(|k| k.starts_with("posted|dx-")).count();
+    assert_eq!((threads, deliveries), (2, 4), "{keys:?}");
+    assert!(items.items().iter().all(|i| i["expires_at"].as_n().is_ok()));
     assert_no_secret_in_logs(&world);
 }
 
