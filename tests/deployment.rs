@@ -80,7 +80,10 @@ fn policy_problems(template: &Value) -> Vec<String> {
             .into_iter()
             .flatten()
             .flat_map(|p| match p["Fn::If"].as_array() {
-                Some(branches) => branches[1..].iter().collect::<Vec<_>>(),
+                Some(branches) => branches[1..]
+                    .iter()
+                    .filter(|b| b.get("Ref").is_none()) // AWS::NoValue
+                    .collect::<Vec<_>>(),
                 None => vec![p],
             });
         for policy in policies {
@@ -100,6 +103,7 @@ fn policy_problems(template: &Value) -> Vec<String> {
                         "sqs:SendMessage",
                         "secretsmanager:GetSecretValue",
                         "dynamodb:PutItem",
+                        "ssm:GetParameter",
                     ]
                     .contains(&action);
                     let read = ["Describe", "Get", "List"]
@@ -237,5 +241,19 @@ fn a_thread_table_write_widened_to_every_table_is_caught() {
     assert_eq!(
         problems,
         vec!["NotifySlackFunction: dynamodb:PutItem on every resource".to_owned()]
+    );
+}
+
+#[test]
+fn a_secure_string_read_widened_to_every_parameter_is_caught() {
+    let path = broken(
+        "ssm-read",
+        "Resource: !Sub \"arn:${AWS::Partition}:ssm:${AWS::Region}:${AWS::AccountId}:parameter${SlackSecretParameter}\"",
+        "Resource: \"*\"",
+    );
+    let problems = policy_problems(&template_json(&path));
+    assert_eq!(
+        problems,
+        vec!["NotifySlackFunction: ssm:GetParameter on every resource".to_owned()]
     );
 }
