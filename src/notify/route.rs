@@ -25,6 +25,12 @@ pub struct Route {
     pub severity: Vec<Severity>,
     #[serde(default)]
     pub kind: Vec<ReportKind>,
+    /// Alarm names starting with one of these (e.g. a team's prefix).
+    #[serde(default)]
+    pub alarm_prefix: Vec<String>,
+    /// The culprit Kubernetes service, `namespace/name` or `namespace/*` (team channels).
+    #[serde(default)]
+    pub service: Vec<String>,
     /// Who to notify on a diagnosis (never on a resolution).
     #[serde(default)]
     pub mention: Option<Mention>,
@@ -89,6 +95,8 @@ impl Route {
             classification: Vec::new(),
             severity: Vec::new(),
             kind: Vec::new(),
+            alarm_prefix: Vec::new(),
+            service: Vec::new(),
             mention: None,
             keep_going: false,
         }
@@ -99,6 +107,27 @@ impl Route {
             || self.classification.contains(&d.classification.behaviour))
             && (self.severity.is_empty() || self.severity.contains(&d.severity))
             && (self.kind.is_empty() || self.kind.contains(&d.kind))
+            && (self.alarm_prefix.is_empty()
+                || self
+                    .alarm_prefix
+                    .iter()
+                    .any(|p| d.alarm.name.starts_with(p.as_str())))
+            && (self.service.is_empty()
+                || d.culprit_service().is_some_and(|s| {
+                    self.service
+                        .iter()
+                        .any(|pattern| service_matches(pattern, &s))
+                }))
+    }
+}
+
+/// `namespace/name` matches itself; `namespace/*` every service in the namespace.
+fn service_matches(pattern: &str, service: &str) -> bool {
+    match pattern.strip_suffix("/*") {
+        Some(namespace) => service
+            .split_once('/')
+            .is_some_and(|(ns, _)| ns == namespace),
+        None => pattern == service,
     }
 }
 
@@ -117,7 +146,8 @@ impl Routes {
             problem: format!(
                 "is not a valid routing table ({e}); expected a JSON array of routes such as \
                  [{{\"classification\": [\"sustained\"], \"severity\": [\"critical\"], \"channel\": \"#oncall\", \"mention\": \"here\"}}]; \
-                 classification is flapping|sustained|transient|recovered, severity info|warning|critical, kind diagnosis|resolution"
+                 classification is flapping|sustained|transient|recovered, severity info|warning|critical, kind diagnosis|resolution, \
+                 alarm_prefix a list of name prefixes, service a list of namespace/name or namespace/*"
             ),
         })?;
         if routes.is_empty() {
@@ -208,6 +238,40 @@ mod tests {
         let d = diagnosis(Behaviour::Transient, Severity::Info, ReportKind::Diagnosis);
         assert_eq!(channels(&routes, &d), ["#alerts"]);
         assert_eq!(routes.select(&d)[0].mention, None);
+    }
+
+    #[test]
+    fn teams_get_their_services_and_their_alarms() {
+        let routes = Routes::parse(
+            Some(
+                r##"[{"service": ["payments/*"], "channel": "#payments"},
+                     {"alarm_prefix": ["k8s-shop-"], "channel": "#shop"},
+                     {"channel": "#alerts"}]"##,
+            ),
+            "#x",
+        )
+        .unwrap();
+        let mut d = diagnosis(
+            Behaviour::Sustained,
+            Severity::Warning,
+            ReportKind::Diagnosis,
+        );
+        assert_eq!(
+            channels(&routes, &d),
+            ["#shop"],
+            "alarm {} has the shop prefix",
+            d.alarm.name
+        );
+        d.alarm.name = "other".into();
+        assert_eq!(
+            channels(&routes, &d),
+            ["#alerts"],
+            "no culprit service, no prefix"
+        );
+        assert!(service_matches("payments/*", "payments/api"));
+        assert!(service_matches("payments/api", "payments/api"));
+        assert!(!service_matches("payments/*", "payments-eu/api"));
+        assert!(!service_matches("payments/api", "payments/api-v2"));
     }
 
     #[test]
