@@ -254,6 +254,33 @@ impl LocalWorld {
         }
     }
 
+    /// The SNS envelopes on the queue subscribed to the diagnosis topic, oldest
+    /// first: waits up to `wait` for the first, then takes all that are there.
+    pub async fn diagnosis_envelopes(&self, wait: std::time::Duration) -> Vec<Value> {
+        let sqs = aws_sdk_sqs::Client::new(&self.sdk_config().await);
+        let deadline = std::time::Instant::now() + wait;
+        let mut envelopes: Vec<Value> = Vec::new();
+        loop {
+            let answer = sqs
+                .receive_message()
+                .queue_url(self.var("DIAGNOSIS_QUEUE_URL"))
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .unwrap();
+            for message in answer.messages() {
+                envelopes.push(serde_json::from_str(message.body().unwrap()).unwrap());
+            }
+            let drained = answer.messages().is_empty() && !envelopes.is_empty();
+            if drained || std::time::Instant::now() > deadline {
+                break;
+            }
+        }
+        envelopes.sort_by_key(|e| e["Timestamp"].as_str().unwrap_or_default().to_owned());
+        envelopes
+    }
+
     /// What SNS delivered to the diagnosis topic's email subscribers.
     pub fn mailbox(&self) -> Vec<Value> {
         let answer = http(self.endpoint(), "GET", "/_alarm_triage/mailbox", "");

@@ -11,7 +11,7 @@
 mod support;
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use support::{LocalWorld, Options};
@@ -28,28 +28,17 @@ fn world_with_lambda(name: &str) -> LocalWorld {
     )
 }
 
-/// The diagnoses on the queue subscribed to the diagnosis topic.
+/// The diagnoses on the queue subscribed to the diagnosis topic, with their SNS envelopes.
 async fn published_diagnoses(world: &LocalWorld, wait: Duration) -> Vec<(Value, Value)> {
-    let sqs = aws_sdk_sqs::Client::new(&world.sdk_config().await);
-    let deadline = Instant::now() + wait;
-    let mut out = Vec::new();
-    while out.is_empty() && Instant::now() < deadline {
-        let answer = sqs
-            .receive_message()
-            .queue_url(world.var("DIAGNOSIS_QUEUE_URL"))
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        for message in answer.messages() {
-            let envelope: Value = serde_json::from_str(message.body().unwrap()).unwrap();
-            let diagnosis: Value =
-                serde_json::from_str(envelope["Message"].as_str().unwrap()).unwrap();
-            out.push((envelope, diagnosis));
-        }
-    }
-    out
+    world
+        .diagnosis_envelopes(wait)
+        .await
+        .into_iter()
+        .map(|envelope| {
+            let diagnosis = serde_json::from_str(envelope["Message"].as_str().unwrap()).unwrap();
+            (envelope, diagnosis)
+        })
+        .collect()
 }
 
 fn verdict_of<'a>(diagnosis: &'a Value, id: &str) -> Option<&'a str> {

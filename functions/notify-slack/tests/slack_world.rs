@@ -82,30 +82,6 @@ fn mail_to(world: &LocalWorld, address: &str) -> Vec<Value> {
         .collect()
 }
 
-/// The SNS envelopes the diagnosis topic delivered to its queue, oldest first.
-async fn queued_envelopes(world: &LocalWorld) -> Vec<Value> {
-    let sqs = aws_sdk_sqs::Client::new(&world.sdk_config().await);
-    let mut envelopes = Vec::new();
-    loop {
-        let answer = sqs
-            .receive_message()
-            .queue_url(world.var("DIAGNOSIS_QUEUE_URL"))
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        if answer.messages().is_empty() {
-            break;
-        }
-        for message in answer.messages() {
-            envelopes.push(serde_json::from_str(message.body().unwrap()).unwrap());
-        }
-    }
-    envelopes.sort_by_key(|e: &Value| e["Timestamp"].as_str().unwrap_or_default().to_owned());
-    envelopes
-}
-
 /// The Lambda SNS event for an SNS envelope, as SNS would invoke the function.
 fn lambda_sns_event(envelope: &Value) -> Value {
     json!({"Records": [{
@@ -303,7 +279,7 @@ async fn world_3_pages_oncall_and_threads_the_resolution_under_it() {
 
     // SNS delivers the first diagnosis again (at-least-once delivery, or a
     // Lambda retry): nothing is posted twice.
-    let first_envelope = queued_envelopes(&world).await.remove(0);
+    let first_envelope = world.diagnosis_envelopes(WAIT).await.remove(0);
     let answer = support::http(
         world.var("NOTIFY_INVOKE_URL"),
         "POST",
