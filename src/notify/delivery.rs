@@ -232,8 +232,8 @@ pub struct Notifier<P, T> {
 }
 
 impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
-    /// Posts `d` to every route it takes. Every route is tried; the first
-    /// failure is returned after the others were attempted.
+    /// Posts `d` to every route it takes, concurrently. Every route is tried;
+    /// the first failure (in route order) is returned after all were attempted.
     pub async fn notify(
         &self,
         d: &Diagnosis,
@@ -251,10 +251,17 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
                 "no route takes this diagnosis; not posted"
             );
         }
+        // Channels are independent: a 429 in one does not hold up the others.
+        let outcomes = futures_util::future::join_all(
+            routes
+                .iter()
+                .map(|route| self.deliver(d, route, now, deadline)),
+        )
+        .await;
         let mut posted = Vec::with_capacity(routes.len());
         let mut first_failure = None;
-        for route in &routes {
-            match self.deliver(d, route, now, deadline).await {
+        for (route, outcome) in routes.iter().zip(outcomes) {
+            match outcome {
                 Ok(p) => {
                     tracing::info!(
                         diagnosis_id = %d.id,
@@ -299,18 +306,24 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             return Vec::new();
         }
         let alarm = d.alarm.arn.as_deref().unwrap_or(&d.alarm.name);
-        let mut extra: Vec<Route> = Vec::new();
+        let mut candidates: Vec<&str> = Vec::new();
         for channel in self.routes.channels() {
-            if chosen.iter().chain(&extra).any(|r| r.channel == channel) {
-                continue;
-            }
-            if let Ok(Some(thread)) = self.threads.find(&ThreadKey::new(alarm, channel)).await
-                && thread.is_open(now)
-            {
-                extra.push(Route::everything_to(channel));
+            if !chosen.iter().any(|r| r.channel == channel) && !candidates.contains(&channel) {
+                candidates.push(channel);
             }
         }
-        extra
+        let keys: Vec<ThreadKey> = candidates
+            .iter()
+            .map(|c| ThreadKey::new(alarm, c))
+            .collect();
+        let threads =
+            futures_util::future::join_all(keys.iter().map(|key| self.threads.find(key))).await;
+        candidates
+            .into_iter()
+            .zip(threads)
+            .filter(|(_, thread)| matches!(thread, Ok(Some(t)) if t.is_open(now)))
+            .map(|(channel, _)| Route::everything_to(channel))
+            .collect()
     }
 
     async fn deliver(
@@ -326,17 +339,20 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             d.alarm.arn.as_deref().unwrap_or(&d.alarm.name),
             &route.channel,
         );
-        let open = if threading {
-            match self.threads.find(&key).await {
-                Ok(found) => found.filter(|t| t.is_open(now)),
-                Err(e) => {
-                    // Threads are a convenience: without the store, post at the top level.
-                    tracing::warn!(diagnosis_id = %d.id, error = %e, "could not read the thread store; posting at the top level");
-                    None
-                }
-            }
+        // The thread and the record of an earlier delivery are read together.
+        let delivery = ThreadKey::delivery(d.id.as_str(), &route.channel);
+        let (thread, earlier) = if threading {
+            futures_util::future::join(self.threads.find(&key), self.threads.find(&delivery)).await
         } else {
-            None
+            (Ok(None), Ok(None))
+        };
+        let open = match thread {
+            Ok(found) => found.filter(|t| t.is_open(now)),
+            Err(e) => {
+                // Threads are a convenience: without the store, post at the top level.
+                tracing::warn!(diagnosis_id = %d.id, error = %e, "could not read the thread store; posting at the top level");
+                None
+            }
         };
         let placement = Placement {
             web_api,
@@ -344,9 +360,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             thread_channel: open.as_ref().map(|t| t.channel_id.as_str()),
         };
         // With a store, a retry of an event does not post again where it already landed.
-        let delivery = ThreadKey::delivery(d.id.as_str(), &route.channel);
-        if threading
-            && let Ok(Some(earlier)) = self.threads.find(&delivery).await
+        if let Ok(Some(earlier)) = earlier
             && earlier.is_open(now)
         {
             tracing::info!(
