@@ -6,6 +6,8 @@
 //! anomaly band, composite). Unknown fields are ignored so that a field AWS adds
 //! tomorrow does not lose an alarm today.
 
+pub mod limits;
+
 use std::fmt;
 
 use chrono::{DateTime, Utc};

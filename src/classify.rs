@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::alarm::AlarmState;
 use crate::history::AlarmHistory;
+use crate::instants::{earlier, later, times};
 use crate::series::Series;
 
 /// The thresholds and windows of the classifier. Defaults are documented in `docs/classification.md`.
@@ -144,12 +145,12 @@ pub fn classify(
     now: DateTime<Utc>,
 ) -> Classification {
     let lookback = secs(config.lookback_seconds);
-    let window_start = now - lookback;
+    let window_start = earlier(now, lookback);
     // Before this instant the state is unknown: shares and episodes only count known time.
     let known_from = history.known_from().unwrap_or(now).clamp(window_start, now);
     let changes = history.changes_between(DateTime::<Utc>::MIN_UTC, now);
     let count_since = |d: Duration| {
-        u32::try_from(history.changes_between(now - d, now).len()).unwrap_or(u32::MAX)
+        u32::try_from(history.changes_between(earlier(now, d), now).len()).unwrap_or(u32::MAX)
     };
 
     let interval = sample_interval(timing, config);
@@ -306,8 +307,10 @@ fn flapping_with_hysteresis(
     // index 0 is the newest interval.
     let changed: Vec<bool> = (0..lookback_intervals)
         .map(|i| {
-            let end = now - interval * i32::try_from(i).unwrap_or(i32::MAX);
-            !history.changes_between(end - interval, end).is_empty()
+            let end = earlier(now, times(interval, i));
+            !history
+                .changes_between(earlier(end, interval), end)
+                .is_empty()
         })
         .collect();
     let weights: Vec<f64> = (0..intervals_per_score)
@@ -414,12 +417,12 @@ fn alarm_timeline(
 ) -> Series {
     let steps =
         ((now - window_start).num_seconds() / interval.num_seconds().max(1)).clamp(1, 10_000);
-    let start = now - interval * i32::try_from(steps).unwrap_or(i32::MAX);
+    let start = earlier(now, times(interval, usize::try_from(steps).unwrap_or(0)));
     let episodes = alarm_episodes(history, current, known_from.max(start), now);
     let values = (0..steps)
         .map(|i| {
-            let a = start + interval * i32::try_from(i).unwrap_or(i32::MAX);
-            let b = a + interval;
+            let a = later(start, times(interval, usize::try_from(i).unwrap_or(0)));
+            let b = later(a, interval);
             if b <= known_from {
                 return None;
             }

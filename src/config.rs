@@ -99,6 +99,7 @@ impl Config {
             region,
             budget: Budget {
                 per_source: Duration::from_millis(per_source_ms),
+                publish: Duration::from_millis(margin_ms),
                 lookback: chrono::Duration::seconds(
                     i64::try_from(classifier.lookback_seconds).unwrap_or(86_400),
                 ),

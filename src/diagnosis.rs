@@ -254,6 +254,9 @@ pub struct NextStep {
     pub commands: Vec<Command>,
 }
 
+/// Slack refuses a button whose URL is longer than this; links are kept within it.
+pub const MAX_LINK_URL_CHARS: usize = 3000;
+
 /// A console page worth opening.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Link {

@@ -69,6 +69,18 @@ pub enum Error {
         source: serde_json::Error,
     },
 
+    /// A field holds a value CloudWatch never sends (an empty name, a year
+    /// past 9999, an evaluation window longer than seven days).
+    #[error(
+        "CloudWatch alarm notification in SNS message {message_id}: {field} is {received}; expected {expected}"
+    )]
+    OutOfRange {
+        message_id: String,
+        field: &'static str,
+        received: String,
+        expected: String,
+    },
+
     /// An evidence source did not answer usefully; becomes an evidence gap.
     #[error("{source_name}: {reason}")]
     Source {
@@ -150,6 +162,7 @@ impl Error {
                 | Error::NotAnSnsRecord { .. }
                 | Error::NotAnAlarmNotification { .. }
                 | Error::MalformedAlarmNotification { .. }
+                | Error::OutOfRange { .. }
         )
     }
 
@@ -164,6 +177,7 @@ impl Error {
             Error::NotAnSnsRecord { .. } => "not_an_sns_record",
             Error::NotAnAlarmNotification { .. } => "not_an_alarm_notification",
             Error::MalformedAlarmNotification { .. } => "malformed_alarm_notification",
+            Error::OutOfRange { .. } => "out_of_range",
             Error::Source { .. } => "evidence_source",
             Error::Publish { .. } => "publish",
             Error::SlackRejected { .. } => "slack_rejected",

@@ -168,7 +168,7 @@ pub fn alarm_from_delivery(delivery: &Delivery) -> Result<AlarmNotification> {
     // Nearly every message is an alarm: try the typed parse first, and only
     // look at the message as generic JSON to explain a failure.
     if let Ok(alarm) = serde_json::from_str::<AlarmNotification>(&delivery.message) {
-        return Ok(alarm);
+        return in_range(alarm, delivery);
     }
     let value: Value =
         serde_json::from_str(&delivery.message).map_err(|source| Error::InvalidJson {
@@ -196,12 +196,26 @@ pub fn alarm_from_delivery(delivery: &Delivery) -> Result<AlarmNotification> {
             },
         });
     }
-    serde_json::from_value::<AlarmNotification>(value).map_err(|source| {
+    let alarm = serde_json::from_value::<AlarmNotification>(value).map_err(|source| {
         Error::MalformedAlarmNotification {
             message_id: delivery.message_id.clone(),
             source,
         }
-    })
+    })?;
+    in_range(alarm, delivery)
+}
+
+/// Refuses a notification whose numbers or instants CloudWatch would never send.
+fn in_range(alarm: AlarmNotification, delivery: &Delivery) -> Result<AlarmNotification> {
+    match crate::alarm::limits::check(&alarm) {
+        Ok(()) => Ok(alarm),
+        Err(e) => Err(Error::OutOfRange {
+            message_id: delivery.message_id.clone(),
+            field: e.field,
+            received: e.received,
+            expected: e.expected,
+        }),
+    }
 }
 
 /// What a state change deserves.

@@ -15,6 +15,7 @@ pub mod error;
 pub mod evidence;
 pub mod findings;
 pub mod history;
+pub mod instants;
 pub mod intake;
 pub mod invocation;
 pub mod next_steps;

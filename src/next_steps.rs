@@ -74,7 +74,7 @@ pub fn propose(
 
     let history_command = aws(format!(
         "aws cloudwatch describe-alarm-history --alarm-name {name} --history-item-type StateUpdate --start-date {} --end-date {} --query 'AlarmHistoryItems[].[Timestamp,HistorySummary]' --output table{region}",
-        iso(now - Duration::hours(24)),
+        iso(crate::instants::earlier(now, Duration::hours(24))),
         iso(now),
     ));
 
@@ -408,7 +408,7 @@ pub fn propose(
         commands.push(aws(format!(
             "aws cloudwatch get-metric-data --metric-data-queries {} --start-time {} --end-time {} --query 'MetricDataResults[].[Label,max(Values)]' --output table{region}",
             shell_quote(&queries),
-            iso(now - Duration::hours(3)),
+            iso(crate::instants::earlier(now, Duration::hours(3))),
             iso(now),
         )));
         steps.push(NextStep {

@@ -9,6 +9,8 @@ use serde_json::Value;
 use crate::classify::ClassifierConfig;
 use crate::diagnosis::{Diagnosis, ReportKind};
 use crate::error::{Error, Result};
+use tokio::time::Instant;
+
 use crate::evidence::{Budget, Collection, EvidenceSources, gather};
 use crate::intake::{self, Delivery, Response};
 use crate::publish::{DiagnosisPublisher, prepare};
@@ -146,10 +148,16 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
         now: Now,
         budget: Budget,
     ) -> Vec<Outcome> {
+        // The records of a batch share the invocation's time: each gets what is left.
+        let gather_until = Instant::now() + budget.overall;
         let mut outcomes = Vec::with_capacity(deliveries.len());
         for delivery in deliveries {
+            let left = Budget {
+                overall: gather_until.saturating_duration_since(Instant::now()),
+                ..budget
+            };
             let outcome = match delivery {
-                Ok(d) => self.handle_delivery(&d, now, budget).await,
+                Ok(d) => self.handle_delivery(&d, now, left).await,
                 Err(e) => Outcome::Rejected(e),
             };
             outcomes.push(outcome);
@@ -159,6 +167,7 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
 
     /// Handles one SNS delivery.
     pub async fn handle_delivery(&self, delivery: &Delivery, now: Now, budget: Budget) -> Outcome {
+        let publish_until = Instant::now() + budget.overall + budget.publish;
         let alarm = match intake::alarm_from_delivery(delivery) {
             Ok(alarm) => alarm,
             Err(e) => {
@@ -205,7 +214,7 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
                     if outgoing.shortened {
                         tracing::warn!(diagnosis_id = %diagnosis.id, "diagnosis shortened to fit the message limit");
                     }
-                    self.publisher.publish(&outgoing).await
+                    publish_within(&self.publisher, &outgoing, publish_until).await
                 }
                 Err(e) => Err(e),
             }
@@ -231,5 +240,26 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
                 }
             }
         }
+    }
+}
+
+/// Publishes, giving up at `until` (the invocation's deadline less nothing):
+/// a destination that hangs fails the invocation in time for Lambda to retry
+/// it, instead of the runtime killing it with nothing said.
+async fn publish_within<P: DiagnosisPublisher>(
+    publisher: &P,
+    outgoing: &crate::publish::Outgoing,
+    until: Instant,
+) -> Result<Vec<String>> {
+    let started = Instant::now();
+    match tokio::time::timeout_at(until, publisher.publish(outgoing)).await {
+        Ok(result) => result,
+        Err(_) => Err(Error::Publish {
+            destination: "the diagnosis topic and queue",
+            reason: format!(
+                "no answer within {} ms (the time kept for publishing before the invocation's deadline)",
+                until.saturating_duration_since(started).as_millis()
+            ),
+        }),
     }
 }

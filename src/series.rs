@@ -26,8 +26,10 @@ impl Series {
         let drop = self.values.len().saturating_sub(keep);
         if drop > 0 {
             self.values.drain(..drop);
-            let offset = i64::try_from(drop as u64 * self.step_seconds).unwrap_or(i64::MAX);
-            self.start += chrono::Duration::seconds(offset);
+            let offset = (drop as u64).saturating_mul(self.step_seconds);
+            let offset = chrono::Duration::try_seconds(i64::try_from(offset).unwrap_or(i64::MAX))
+                .unwrap_or(chrono::Duration::MAX);
+            self.start = crate::instants::later(self.start, offset);
         }
     }
 }

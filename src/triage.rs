@@ -7,7 +7,8 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use crate::alarm::AlarmNotification;
 use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify, human_duration};
 use crate::diagnosis::{
-    AlarmFacts, Diagnosis, DiagnosisId, Finding, Link, ReportKind, SCHEMA, Severity, Verdict,
+    AlarmFacts, Diagnosis, DiagnosisId, Finding, Link, MAX_LINK_URL_CHARS, ReportKind, SCHEMA,
+    Severity, Verdict,
 };
 use crate::evidence::model::load_balancer_name;
 use crate::evidence::{GatheredEvidence, plan};
@@ -161,12 +162,23 @@ fn console_links(alarm: &AlarmFacts) -> Vec<Link> {
         return Vec::new();
     };
     let region: String = utf8_percent_encode(region, FRAGMENT).to_string();
-    let mut links = vec![Link {
-        label: "CloudWatch alarm".to_owned(),
-        url: format!(
-            "https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#alarmsV2:alarm/{}",
-            utf8_percent_encode(&alarm.name, FRAGMENT)
-        ),
+    let alarm_url = format!(
+        "https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#alarmsV2:alarm/{}",
+        utf8_percent_encode(&alarm.name, FRAGMENT)
+    );
+    // A long non-ASCII name can encode past what Slack accepts: then link the alarm list.
+    let mut links = vec![if alarm_url.len() <= MAX_LINK_URL_CHARS {
+        Link {
+            label: "CloudWatch alarm".to_owned(),
+            url: alarm_url,
+        }
+    } else {
+        Link {
+            label: "CloudWatch alarms".to_owned(),
+            url: format!(
+                "https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#alarmsV2:"
+            ),
+        }
     }];
     if let Some(lb) = alarm.dimension("LoadBalancer").and_then(load_balancer_name) {
         links.push(Link {
@@ -177,6 +189,7 @@ fn console_links(alarm: &AlarmFacts) -> Vec<Link> {
             ),
         });
     }
+    links.retain(|l| l.url.len() <= MAX_LINK_URL_CHARS);
     links
 }
 

@@ -18,6 +18,19 @@ Authentication is checked as an EKS cluster does: a bearer token in the
 everything (no access entry) or 403 on some resources (missing RBAC).
 Writes are refused with 405: the bot must never need them.
 
+Faults and delays (http_faults.py) can be injected on any path, the service
+proxy included, and answered as the API server does, with a `Status`:
+
+    POST   /_alarm_triage/faults  {"rules": [{"path": "/proxy/api/v1/query", "delay_ms": 0, "status": 503,
+                                              "reason": "ServiceUnavailable", "message": "...", "times": 1,
+                                              "retry_after": 1, "drop": false}]}
+    DELETE /_alarm_triage/faults  clears them
+    GET    /_alarm_triage/calls   requests counted by method and resource ("GET pods",
+                                  "GET deployments.apps", "GET proxy/prometheus-server:80"); DELETE resets
+
+The admin paths need no token; /healthz, /readyz and /livez are never faulted.
+A delay only holds its own request: each request has its own thread.
+
     python kube_api.py --port PORT --manifests DIR [--prometheus URL --prometheus-service NS/NAME:PORT]
         [--auth ok|unauthorized] [--forbid RESOURCE ...]
 """
@@ -39,6 +52,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import yaml
+
+from http_faults import FaultRules, read_body
 
 # kind -> (plural resource name, namespaced)
 KINDS = {
@@ -210,6 +225,41 @@ def status(code: int, reason: str, message: str) -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message, "reason": reason, "code": code}
 
 
+# The reasons the API server gives with these codes (metav1.StatusReason).
+REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 405: "MethodNotAllowed",
+           409: "Conflict", 410: "Expired", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+           504: "Timeout"}
+
+
+def fault_status(code: int, reason: str | None, message: str, retry_after: int | None) -> tuple[bytes, str]:
+    """An injected error as the API server would word it."""
+    document = status(code, reason or REASONS.get(code, "Unknown"), message)
+    if retry_after is not None:
+        document["details"] = {"retryAfterSeconds": int(retry_after)}
+    return json.dumps(document).encode(), "application/json"
+
+
+def call_kind(method: str, path: str) -> str:
+    """`GET pods`, `GET deployments.apps`, `GET proxy/NAME:PORT`, `GET discovery`:
+    what a test wants to count, without names and namespaces."""
+    parts = [p for p in path.split("/") if p]
+    if parts == ["apis"]:
+        return f"{method} discovery"
+    if parts[:1] == ["api"]:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return f"{method} {path}"
+    if rest[:1] == ["namespaces"] and len(rest) >= 3:
+        rest = rest[2:]
+    if not rest:
+        return f"{method} discovery"
+    if group == "" and rest[0] == "services" and rest[2:3] == ["proxy"]:
+        return f"{method} proxy/{rest[1]}"
+    return f"{method} {rest[0]}" + (f".{group}" if group else "")
+
+
 TOKEN_RE = re.compile(r"^k8s-aws-v1\.[A-Za-z0-9_-]+$")
 
 
@@ -250,8 +300,25 @@ class Handler(BaseHTTPRequestHandler):
                 return False
         return True
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server naming)
+    def _dispatch(self) -> None:
+        """Every method: admin paths first, then the faults, then the API."""
         url = urlsplit(self.path)
+        body = read_body(self)
+        faults: FaultRules = self.server.faults  # type: ignore[attr-defined]
+        if faults.admin(self, url.path, body):
+            return
+        if url.path not in ("/healthz", "/readyz", "/livez"):
+            rule = faults.take(call_kind(self.command, url.path), url.path)
+            if faults.apply(self, rule, fault_status):
+                return
+        if self.command == "GET":
+            self._get(url)
+        else:
+            self._send(405, status(405, "MethodNotAllowed", "this API server is read-only"))
+
+    do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _dispatch  # noqa: N815 (http.server naming)
+
+    def _get(self, url: Any) -> None:
         if url.path in ("/healthz", "/readyz", "/livez"):
             self._send(200, b"ok", "text/plain")
             return
@@ -330,10 +397,6 @@ class Handler(BaseHTTPRequestHandler):
         except OSError as error:
             self._send(503, status(503, "ServiceUnavailable", f"error trying to reach service: {error}"))
 
-    def _refuse(self) -> None:
-        self._send(405, status(405, "MethodNotAllowed", "this API server is read-only"))
-
-    do_POST = do_PUT = do_PATCH = do_DELETE = _refuse  # noqa: N815
 
 
 def main() -> None:
@@ -351,6 +414,7 @@ def main() -> None:
     server = ThreadingHTTPServer(("127.0.0.1", config.port), Handler)
     server.config = config  # type: ignore[attr-defined]
     server.store = Store(config.manifests)  # type: ignore[attr-defined]
+    server.faults = FaultRules()  # type: ignore[attr-defined]
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     server.serve_forever()
 

@@ -4,14 +4,21 @@ It answers as Slack does and records every request so tests can read what
 was posted:
 
 - POST /services/T.../B.../SECRET   an incoming webhook: 200 `ok`; 404 `no_service` for an unknown URL;
-                                    400 `invalid_blocks` for blocks Slack would refuse
+                                    400 `invalid_blocks` for blocks Slack would refuse, `msg_too_long`, `no_text`
 - POST /api/chat.postMessage        the Web API: 200 {"ok": true, "channel": ID, "ts": ...}; 200 {"ok": false,
-                                    "error": "invalid_auth" | "channel_not_found" | "invalid_blocks"} as Slack does
+                                    "error": "invalid_auth" | "channel_not_found" | "invalid_blocks" | "msg_too_long"} as Slack does
 - POST /_recorder/script            {"answers": [{"status": 429, "retry_after": 1, "body": "rate_limited"}, ...]}
-                                    answers the next requests with these, in order, before normal service
+                                    answers the next requests with these, in order, before normal service;
+                                    "delay_ms" holds a request back first (without "status": a pure delay)
 - GET  /_recorder/requests          everything received (the Authorization header is reduced to whether it was valid)
 - POST /_recorder/reset             forget requests and script
 - GET  /healthz
+
+Blocks are checked against Block Kit's documented limits (blocks_problem):
+50 blocks; block_id 255; section text 3000, at most 10 fields of 2000; a
+plain_text header of 150; context: at most 10 elements; actions: at most 25
+buttons, each with plain_text text of 75, action_id 255, url 3000, value 2000;
+no empty text; the top-level text 40000 (`msg_too_long`).
 
 The webhook paths and the bot token are secrets to the bot: this server
 never logs them (log lines name the kind of request only).
@@ -34,30 +41,81 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# Block Kit's documented limits (docs.slack.dev/reference/block-kit), in characters.
+MAX_TEXT = 40000              # the top-level `text`
 MAX_BLOCKS = 50
-MAX_SECTION_TEXT = 3000
+MAX_BLOCK_ID = 255
+MAX_TEXT_OBJECT = 3000        # section text, context text
 MAX_HEADER_TEXT = 150
-MAX_TEXT = 40000
+MAX_FIELDS = 10
+MAX_FIELD_TEXT = 2000
+MAX_CONTEXT_ELEMENTS = 10
+MAX_ACTIONS_ELEMENTS = 25
+MAX_BUTTON_TEXT = 75
+MAX_ACTION_ID = 255
+MAX_BUTTON_URL = 3000
+MAX_BUTTON_VALUE = 2000
+
+
+def _text_ok(obj: Any, limit: int, plain_only: bool = False) -> bool:
+    """A text object: plain_text (or mrkdwn where allowed), 1 to `limit` characters."""
+    kinds = {"plain_text"} if plain_only else {"plain_text", "mrkdwn"}
+    return (isinstance(obj, dict) and obj.get("type") in kinds
+            and isinstance(obj.get("text"), str) and 0 < len(obj["text"]) <= limit)
+
+
+def _short(value: Any, limit: int) -> bool:
+    return value is None or (isinstance(value, str) and len(value) <= limit)
+
+
+def _button_ok(element: Any) -> bool:
+    return (isinstance(element, dict) and element.get("type") == "button"
+            and _text_ok(element.get("text"), MAX_BUTTON_TEXT, plain_only=True)
+            and _short(element.get("action_id"), MAX_ACTION_ID)
+            and _short(element.get("url"), MAX_BUTTON_URL)
+            and _short(element.get("value"), MAX_BUTTON_VALUE))
+
+
+def _block_ok(block: Any) -> bool:
+    """One block against Block Kit's rules. Only the kinds the bot sends are
+    modelled; any other block or element is refused, so a new one shows up here."""
+    if not isinstance(block, dict) or not _short(block.get("block_id"), MAX_BLOCK_ID):
+        return False
+    kind = block.get("type")
+    if kind == "divider":
+        return True
+    if kind == "header":
+        return _text_ok(block.get("text"), MAX_HEADER_TEXT, plain_only=True)
+    if kind == "section":
+        fields = block.get("fields")
+        if fields is not None and not (isinstance(fields, list) and 0 < len(fields) <= MAX_FIELDS
+                                       and all(_text_ok(f, MAX_FIELD_TEXT) for f in fields)):
+            return False
+        if "text" in block:
+            return _text_ok(block["text"], MAX_TEXT_OBJECT)
+        return fields is not None
+    elements = block.get("elements")
+    if kind == "context":
+        return (isinstance(elements, list) and 0 < len(elements) <= MAX_CONTEXT_ELEMENTS
+                and all(_text_ok(e, MAX_TEXT_OBJECT) or (isinstance(e, dict) and e.get("type") == "image") for e in elements))
+    if kind == "actions":
+        return (isinstance(elements, list) and 0 < len(elements) <= MAX_ACTIONS_ELEMENTS
+                and all(_button_ok(e) for e in elements))
+    return False
 
 
 def blocks_problem(payload: dict[str, Any]) -> str | None:
-    """Why Slack would refuse these blocks (a subset of Block Kit's rules), or None."""
+    """The error Slack would answer this message with, or None: `msg_too_long`
+    for a top-level text over 40000 characters, `no_text` for neither text nor
+    blocks, `invalid_blocks` for blocks breaking Block Kit's limits."""
+    text = payload.get("text")
+    if isinstance(text, str) and len(text) > MAX_TEXT:
+        return "msg_too_long"
     blocks = payload.get("blocks")
     if blocks is None:
-        return None if isinstance(payload.get("text"), str) and payload["text"] else "no_text"
-    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS:
+        return None if isinstance(text, str) and text else "no_text"
+    if not isinstance(blocks, list) or len(blocks) > MAX_BLOCKS or not all(_block_ok(b) for b in blocks):
         return "invalid_blocks"
-    for block in blocks:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind not in {"header", "section", "context", "divider", "actions"}:
-            return "invalid_blocks"
-        text = (block.get("text") or {}).get("text", "")
-        if kind == "header" and len(text) > MAX_HEADER_TEXT:
-            return "invalid_blocks"
-        if kind == "section" and (len(text) > MAX_SECTION_TEXT or not (text or block.get("fields"))):
-            return "invalid_blocks"
-        if kind == "section" and len(block.get("fields") or []) > 10:
-            return "invalid_blocks"
     return None
 
 
@@ -149,6 +207,10 @@ class Handler(BaseHTTPRequestHandler):
             record["authorization"] = "valid" if auth == f"Bearer {self.server.bot_token}" else "missing" if not auth else "invalid"
         with self.server.lock:
             scripted = self.server.script.pop(0) if self.server.script else None
+        if scripted is not None and scripted.get("delay_ms"):
+            time.sleep(float(scripted["delay_ms"]) / 1000.0)  # a Slack that hangs; other requests go on
+        if scripted is not None and "status" not in scripted:
+            scripted = None  # a pure delay, then normal service
         if scripted is not None:
             headers = {"Retry-After": str(scripted["retry_after"])} if "retry_after" in scripted else {}
             status, text = self._reply(int(scripted["status"]), scripted.get("body", ""), headers)
@@ -183,8 +245,6 @@ class Handler(BaseHTTPRequestHandler):
         problem = blocks_problem(payload)
         if problem:
             return self._reply(200, {"ok": False, "error": problem})
-        if len(payload.get("text") or "") > MAX_TEXT:
-            return self._reply(200, {"ok": False, "error": "msg_too_long"})
         ts = self.server.ts()
         record["ts"] = ts
         record["channel_id"] = self.server.channel_id(channel)

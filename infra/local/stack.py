@@ -9,6 +9,12 @@
 Everything listens on 127.0.0.1 on free ports. The state directory (default
 .world/) holds the logs, the PIDs, the generated data and `env`, a file of
 `export` lines for the AWS SDK, Prometheus and Kubernetes endpoints.
+
+moto's DescribeCluster returns the local API server's URL as the cluster
+endpoint (the blackhole's for a private endpoint), so the bot's production
+path, EKS token and all, works without KUBECONFIG. Prometheus also gets a
+fault proxy in front (fault_proxy.py, PROMETHEUS_FAULT_URL) for tests that
+set PROMETHEUS_URL to it.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import secrets
 import shutil
 import signal
 import socket
+import string
 import subprocess
 import sys
 import time
@@ -334,11 +341,15 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
         prometheus_url = start_prometheus(world, state, processes)
         if prometheus_url:
             env["PROMETHEUS_LOCAL_URL"] = prometheus_url  # for people; the bot reads it through the API server (PROMETHEUS_SERVICE)
+            env["PROMETHEUS_FAULT_URL"] = start_fault_proxy(state, processes, "prometheus-faults", prometheus_url)
 
         facts = seed(world, endpoint)
 
         kube_url = start_kubernetes(world, state, processes, prometheus_url, {g["name"]: g["arn"] for g in facts["target_groups"]})
         env["KUBE_API_URL"] = kube_url
+        # What EKS would answer: DescribeCluster's endpoint is this API server.
+        admin(endpoint, "eks-endpoint", {"name": facts["cluster_name"], "endpoint": kube_url,
+                                         "account": facts["account"], "region": facts["region"]})
         env["KUBECONFIG"] = str(write_kubeconfig(state, kube_url, world.spec["cluster"]["name"]))
         env["EKS_CLUSTER_NAME"] = facts["cluster_name"]
         env["ALARM_TOPIC_ARN"] = facts["alarm_topic_arn"]
@@ -405,6 +416,15 @@ def start_prometheus(world: worlds.World, state: Path, processes: Processes) -> 
     )
     url = f"http://127.0.0.1:{port}"
     wait_http("prometheus", f"{url}/-/ready", process, state / "prometheus.log", timeout=20)
+    return url
+
+
+def start_fault_proxy(state: Path, processes: Processes, name: str, target: str) -> str:
+    """fault_proxy.py in front of `target`; returns its URL."""
+    port = free_port()
+    process = processes.start(name, [PYTHON, str(HERE / "fault_proxy.py"), "--port", str(port), "--target", target])
+    url = f"http://127.0.0.1:{port}"
+    wait_http(name, f"{url}/_alarm_triage/calls", process, state / f"{name}.log")
     return url
 
 
@@ -490,6 +510,9 @@ def start_function(state: Path, processes: Processes, name: str, env: dict[str, 
     }
     for item in overrides:
         key, _, value = item.partition("=")
+        # ${VAR} names a variable of the world's env, known only once it is up
+        # (e.g. PROMETHEUS_URL=${PROMETHEUS_FAULT_URL}).
+        value = string.Template(value).safe_substitute(env)
         if value:
             function_env[key] = value
         else:
@@ -613,7 +636,8 @@ def main() -> int:
     p_up.add_argument("--notify-env", action="append", default=[], metavar="KEY=VALUE",
                       help="set (KEY=VALUE) or remove (KEY=) a variable of the notify-slack function's environment")
     p_up.add_argument("--lambda-env", action="append", default=[], metavar="KEY=VALUE",
-                      help="set (KEY=VALUE) or remove (KEY=) a variable of the diagnose function's environment")
+                      help="set (KEY=VALUE) or remove (KEY=) a variable of the diagnose function's environment; "
+                           "${VAR} in VALUE is a variable of the world's env (PROMETHEUS_URL=${PROMETHEUS_FAULT_URL})")
     for name in ("deliver", "down"):
         p = sub.add_parser(name)
         p.add_argument("--state", type=Path, default=ROOT / ".world")

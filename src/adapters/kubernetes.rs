@@ -205,6 +205,9 @@ impl KubeSource {
         config.connect_timeout = Some(access.timeout);
         config.read_timeout = Some(access.timeout);
         config.write_timeout = Some(access.timeout);
+        // kube-rs retries 429/503/504 up to 15 times by default; the ledger's
+        // bound decides instead, and the gap names the status.
+        config.default_retry = false;
         let url = config.cluster_url.to_string();
         let client = kube::Client::try_from(config)
             .map_err(|e| gap(format!("cannot build a Kubernetes client: {e}"), false))?;
@@ -337,12 +340,13 @@ fn selector_string(selector: &BTreeMap<String, String>) -> String {
 }
 
 impl crate::evidence::KubernetesSource for KubeSource {
-    async fn prepare(&self) {
+    async fn prepare(&self) -> Result<()> {
         // Connect early when the cluster is known from configuration, so that
         // DescribeCluster overlaps the load balancer calls instead of following them.
         if self.access.cluster_name.is_some() || self.access.kubeconfig.is_some() {
-            let _ = self.connect(None).await;
+            self.connect(None).await?;
         }
+        Ok(())
     }
 
     async fn workload(&self, target: &WorkloadTarget) -> Result<Workload> {
@@ -630,6 +634,7 @@ impl crate::evidence::KubernetesSource for KubeSource {
                 );
                 config.connect_timeout = Some(self.access.timeout);
                 config.read_timeout = Some(self.access.timeout);
+                config.default_retry = false;
                 let client = kube::Client::try_from(config).map_err(|e| failure(e.to_string()))?;
                 (client, String::new(), format!("Prometheus at {url}"))
             }
@@ -683,7 +688,7 @@ impl crate::evidence::KubernetesSource for KubeSource {
                 let text = client
                     .request_text(request)
                     .await
-                    .map_err(|e| failure(format!("query failed: {e}")))?;
+                    .map_err(|e| failure(prometheus_failure(&e)))?;
                 parse_matrix(&text).map_err(failure)
             }
         };
@@ -696,6 +701,23 @@ impl crate::evidence::KubernetesSource for KubeSource {
             memory: memory.unwrap_or_default(),
             origin,
         })
+    }
+}
+
+/// What Prometheus (or the proxy in front of it) answered, by status.
+fn prometheus_failure(error: &kube::Error) -> String {
+    match error {
+        kube::Error::Api(status) => format!(
+            "Prometheus answered HTTP {}{}: {}",
+            status.code,
+            if status.reason.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", status.reason)
+            },
+            crate::render::truncate(&status.message, 200)
+        ),
+        other => format!("query failed: {other}"),
     }
 }
 

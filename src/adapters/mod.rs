@@ -17,6 +17,28 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 
 use crate::error::Error;
 
+/// Bounds every AWS call: each attempt, and the call with its retries, so no
+/// SDK call can outlive the invocation, even one awaited outside the evidence
+/// ledger (publishing, the cluster connection). Retries are adaptive: under
+/// throttling the client slows itself down instead of hammering the service.
+pub fn with_call_limits(
+    loader: aws_config::ConfigLoader,
+    per_call: std::time::Duration,
+) -> aws_config::ConfigLoader {
+    use aws_config::retry::RetryConfig;
+    use aws_config::timeout::TimeoutConfig;
+    let per_call = per_call.max(std::time::Duration::from_millis(100));
+    loader
+        .timeout_config(
+            TimeoutConfig::builder()
+                .connect_timeout(per_call.min(std::time::Duration::from_secs(2)))
+                .operation_attempt_timeout(per_call / 2)
+                .operation_timeout(per_call)
+                .build(),
+        )
+        .retry_config(RetryConfig::adaptive().with_max_attempts(3))
+}
+
 /// Maps an SDK error to an evidence-source error: access problems name the
 /// IAM action to grant; throttling, timeouts and server errors are retryable.
 pub(crate) fn sdk_failure<E, R>(
@@ -51,7 +73,10 @@ where
                 _ => (false, format!("{code}: {message}")),
             }
         }
-        SdkError::TimeoutError(_) => (true, "timed out".to_owned()),
+        SdkError::TimeoutError(_) => (
+            true,
+            "timed out (the SDK's attempt or operation timeout)".to_owned(),
+        ),
         SdkError::DispatchFailure(_) => (
             true,
             format!(
@@ -163,26 +188,22 @@ impl crate::publish::DiagnosisPublisher for Destinations {
         !self.is_empty()
     }
 
-    /// Both destinations at once; either failing fails the publish, so that
-    /// Lambda retries the event (the diagnosis id lets consumers drop the duplicate).
+    /// The queue first, then the topic; either failing fails the publish, so
+    /// that Lambda retries the event. Delivery is at least once, ordered so
+    /// that people hear of a diagnosis once: the topic (email, Slack) is only
+    /// published after the queue took the message, so a refused queue never
+    /// makes a retry send a second email. When the topic fails after the
+    /// queue took it, the retry sends the queue message again with the same
+    /// diagnosis id (a FIFO queue drops it; other consumers deduplicate by id).
     async fn publish(&self, outgoing: &crate::publish::Outgoing) -> crate::Result<Vec<String>> {
-        let topic = async {
-            match &self.topic {
-                Some(p) => p
-                    .publish(outgoing)
-                    .await
-                    .map(|id| Some(format!("sns:{id}"))),
-                None => Ok(None),
-            }
-        };
-        let queue = async {
-            match &self.queue {
-                Some(p) => p.send(outgoing).await.map(|id| Some(format!("sqs:{id}"))),
-                None => Ok(None),
-            }
-        };
-        let (topic, queue) = tokio::join!(topic, queue);
-        Ok([topic?, queue?].into_iter().flatten().collect())
+        let mut published = Vec::with_capacity(2);
+        if let Some(queue) = &self.queue {
+            published.push(format!("sqs:{}", queue.send(outgoing).await?));
+        }
+        if let Some(topic) = &self.topic {
+            published.push(format!("sns:{}", topic.publish(outgoing).await?));
+        }
+        Ok(published)
     }
 }
 
@@ -251,8 +272,8 @@ mod delegation {
     }
 
     impl KubernetesSource for AwsSources {
-        async fn prepare(&self) {
-            self.kubernetes.prepare().await;
+        async fn prepare(&self) -> Result<()> {
+            self.kubernetes.prepare().await
         }
 
         async fn workload(&self, target: &WorkloadTarget) -> Result<Workload> {

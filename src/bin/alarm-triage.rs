@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use alarm_triage::adapters::{AwsSources, Destinations};
+use alarm_triage::adapters::{AwsSources, Destinations, with_call_limits};
 use alarm_triage::config::Config;
 use alarm_triage::diagnosis::Diagnosis;
 use alarm_triage::evidence::Collection;
@@ -45,7 +45,7 @@ enum Command {
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
         /// Treat this instant (RFC 3339) as now; default: the transition's own time.
-        #[arg(long)]
+        #[arg(long, value_parser = parse_now)]
         now: Option<chrono::DateTime<chrono::Utc>>,
         /// Also write every rendering (diagnosis.json, email.txt, slack.json, chat.json) into this directory.
         #[arg(long, value_name = "DIR")]
@@ -124,29 +124,32 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 let config = Config::from_lookup(|k| {
                     local.env.get(k).cloned().or_else(|| std::env::var(k).ok())
                 })?;
-                let aws = aws_config::defaults(aws_config::BehaviorVersion::latest())
-                    .endpoint_url(
-                        local
-                            .env
-                            .get("AWS_ENDPOINT_URL")
-                            .cloned()
-                            .unwrap_or_default(),
-                    )
-                    .region(aws_config::Region::new(config.region.clone()))
-                    .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
-                        "testing",
-                        "testing",
-                        None,
-                        None,
-                        "local-world",
-                    ))
-                    .load()
-                    .await;
+                let aws = with_call_limits(
+                    aws_config::defaults(aws_config::BehaviorVersion::latest()),
+                    config.budget.per_source,
+                )
+                .endpoint_url(
+                    local
+                        .env
+                        .get("AWS_ENDPOINT_URL")
+                        .cloned()
+                        .unwrap_or_default(),
+                )
+                .region(aws_config::Region::new(config.region.clone()))
+                .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
+                    "testing",
+                    "testing",
+                    None,
+                    None,
+                    "local-world",
+                ))
+                .load()
+                .await;
                 (config, aws)
             }
             None => {
                 let config = Config::from_env()?;
-                let aws = aws_config::from_env()
+                let aws = with_call_limits(aws_config::from_env(), config.budget.per_source)
                     .region(aws_config::Region::new(config.region.clone()))
                     .load()
                     .await;
@@ -334,4 +337,22 @@ fn rendered(d: &Diagnosis, format: Format) -> anyhow::Result<String> {
         Format::Slack => serde_json::to_string_pretty(&render::slack::render(d))?,
         Format::Chat => serde_json::to_string_pretty(&render::chat::render(d))?,
     })
+}
+
+/// `--now`: RFC 3339, within the years a notification may carry.
+fn parse_now(text: &str) -> Result<chrono::DateTime<chrono::Utc>, String> {
+    use alarm_triage::alarm::limits;
+    let t = chrono::DateTime::parse_from_rfc3339(text)
+        .map_err(|e| {
+            format!("{text:?} is not an RFC 3339 instant ({e}); e.g. 2026-11-27T15:00:00Z")
+        })?
+        .with_timezone(&chrono::Utc);
+    if !limits::instant_in_range(t) {
+        return Err(format!(
+            "{text:?} is outside {} to {}",
+            limits::EARLIEST,
+            limits::LATEST
+        ));
+    }
+    Ok(t)
 }

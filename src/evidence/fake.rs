@@ -32,6 +32,8 @@ pub struct StaticSources {
     pub pod_series: Option<PodSeries>,
     /// Every call waits this long first (use with tokio's paused clock).
     pub latency: Duration,
+    /// Connecting to the cluster takes this long (a slow eks:DescribeCluster).
+    pub connect_latency: Duration,
     /// Source names (see `evidence::source`) whose calls fail.
     pub failing: Vec<&'static str>,
     pub calls: Arc<AtomicUsize>,
@@ -130,7 +132,12 @@ impl LoadBalancerSource for StaticSources {
 }
 
 impl KubernetesSource for StaticSources {
-    async fn prepare(&self) {}
+    async fn prepare(&self) -> Result<()> {
+        if !self.connect_latency.is_zero() {
+            tokio::time::sleep(self.connect_latency).await;
+        }
+        Ok(())
+    }
 
     async fn workload(&self, _: &WorkloadTarget) -> Result<Workload> {
         self.enter(super::source::KUBERNETES).await?;

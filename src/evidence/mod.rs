@@ -40,6 +40,7 @@ pub mod source {
     pub const TARGET_GROUP_ATTRIBUTES: &str = "elbv2:DescribeTargetGroupAttributes";
     pub const TARGET_HEALTH: &str = "elbv2:DescribeTargetHealth";
     pub const TAGS: &str = "elbv2:DescribeTags";
+    pub const CLUSTER: &str = "eks:DescribeCluster and the cluster connection";
     pub const KUBERNETES: &str = "kubernetes: service, pods, deployment, HPA";
     pub const POD_SERIES: &str = "prometheus: per-pod CPU and memory series";
 }
@@ -103,8 +104,9 @@ pub trait LoadBalancerSource: Send + Sync {
 
 /// Port: the cluster behind a target group, and its pods' time series.
 pub trait KubernetesSource: Send + Sync {
-    /// Gets ready to answer (connects) while other sources are read; failures surface later.
-    fn prepare(&self) -> impl Future<Output = ()> + Send;
+    /// Gets ready to answer (connects) while other sources are read. It runs
+    /// under the ledger like any call; when it fails, the workload is not read.
+    fn prepare(&self) -> impl Future<Output = Result<()>> + Send;
 
     /// Target group -> Service -> pods -> ReplicaSet -> Deployment, HPA, PodMetrics.
     fn workload(
@@ -147,6 +149,8 @@ pub struct Budget {
     pub overall: Duration,
     /// The most any one source may take.
     pub per_source: Duration,
+    /// Kept back after gathering for publishing; publishing is cut off when it runs out.
+    pub publish: Duration,
     /// How far back to read history.
     pub lookback: chrono::Duration,
     /// How far back to read metrics (at least 3 h before the transition).
@@ -158,6 +162,7 @@ impl Default for Budget {
         Budget {
             overall: Duration::from_secs(20),
             per_source: Duration::from_secs(10),
+            publish: Duration::from_secs(3),
             lookback: chrono::Duration::hours(24),
             metric_window: chrono::Duration::hours(3),
         }
@@ -407,13 +412,17 @@ pub async fn gather<S: EvidenceSources>(
         gaps: Mutex::new(Vec::new()),
     };
     let window_start = align(
-        now - budget.metric_window,
+        crate::instants::earlier(now, budget.metric_window),
         plan.metric.as_ref().map_or(60, |m| m.period_seconds),
     );
 
     let history = ledger.run(
         source::ALARM_HISTORY,
-        sources.state_history(&alarm.alarm_name, now - budget.lookback, now),
+        sources.state_history(
+            &alarm.alarm_name,
+            crate::instants::earlier(now, budget.lookback),
+            now,
+        ),
     );
     let definition = ledger.run(
         source::ALARM_DEFINITION,
@@ -510,12 +519,18 @@ pub async fn gather<S: EvidenceSources>(
             groups,
         })
     };
+    // Connecting (DescribeCluster, the token) overlaps the load balancer calls,
+    // under the same bounds as every other call.
     let prepare = async {
-        if plan.load_balancer_dimension.is_some() {
-            sources.prepare().await;
+        if plan.load_balancer_dimension.is_none() {
+            return true;
         }
+        ledger
+            .run(source::CLUSTER, sources.prepare())
+            .await
+            .is_some()
     };
-    let (history, definition, statistics, alb, ()) =
+    let (history, definition, statistics, alb, connected) =
         tokio::join!(history, definition, statistics, alb, prepare);
 
     // The cluster, for the target group behind the breach.
@@ -523,6 +538,10 @@ pub async fn gather<S: EvidenceSources>(
     let mut pod_series = None;
     if let (Some(alb), Some(metric)) = (&alb, &plan.metric) {
         match culprit_target(alarm, statistics.as_ref(), alb, metric) {
+            Some(_) if !connected => ledger.gap(
+                source::KUBERNETES,
+                "not read: the cluster connection failed (see eks:DescribeCluster and the cluster connection)",
+            ),
             Some(target) => {
                 workload = ledger
                     .run(source::KUBERNETES, sources.workload(&target))

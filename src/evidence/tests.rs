@@ -200,3 +200,25 @@ fn group_queries_come_seven_per_group_with_unique_ids() {
     ids.dedup();
     assert_eq!(ids.len(), 42);
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_cluster_connection_slower_than_the_deadline_is_cut_off_and_named() {
+    let sources = StaticSources {
+        connect_latency: Duration::from_secs(45),
+        ..world()
+    };
+    let budget = Budget {
+        overall: Duration::from_secs(20),
+        per_source: Duration::from_secs(8),
+        ..Budget::default()
+    };
+    let started = tokio::time::Instant::now();
+    let got = gather(&Collection::Live(sources), &alarm(), budget, now()).await;
+    assert_eq!(started.elapsed(), Duration::from_secs(8));
+    let gap = got
+        .gaps
+        .iter()
+        .find(|g| g.source == source::CLUSTER)
+        .expect("the connection is a gap");
+    assert!(gap.reason.contains("8000 ms"), "{gap:?}");
+}

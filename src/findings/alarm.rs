@@ -38,7 +38,9 @@ pub fn alarm_behaviour(classification: &Classification, history_known: bool) -> 
     if let Some(mean) = f.mean_alarm_episode_seconds {
         evidence.push(Evidence::text(
             "mean ALARM episode",
-            human_duration(chrono::Duration::seconds(mean as i64)),
+            human_duration(
+                chrono::Duration::try_seconds(mean as i64).unwrap_or(chrono::Duration::MAX),
+            ),
         ));
     }
     if let Some(start) = f.episode_started_at {

@@ -8,22 +8,41 @@ pub mod text;
 
 use std::borrow::Cow;
 
-/// Removes control characters (ANSI escapes, carriage returns, NULs) from text
-/// that came from an alarm, and folds newlines and tabs into spaces for one-line fields.
-/// Text without control characters (nearly all of it) is borrowed, not copied.
+/// Removes control characters (ANSI escapes, carriage returns, NULs) and
+/// bidirectional overrides from text that came from an alarm, and folds line
+/// breaks (including Unicode's line and paragraph separators) and tabs into
+/// spaces, so no field can start a line of its own in an email or a chat.
+/// Text without such characters (nearly all of it) is borrowed, not copied.
 pub fn one_line(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text
+        .chars()
+        .any(|c| c.is_control() || is_line_break(c) || is_bidi_control(c))
+    {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
-            '\n' | '\r' | '\t' => out.push(' '),
-            c if c.is_control() => {}
+            '\t' => out.push(' '),
+            c if is_line_break(c) => out.push(' '),
+            c if c.is_control() || is_bidi_control(c) => {}
             c => out.push(c),
         }
     }
     Cow::Owned(out)
+}
+
+/// Characters some mail and chat clients start a new line at.
+fn is_line_break(c: char) -> bool {
+    matches!(
+        c,
+        '\n' | '\r' | '\u{0b}' | '\u{0c}' | '\u{85}' | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// Embeddings, overrides and isolates: they reorder what follows them on screen.
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{061c}')
 }
 
 /// Cuts `text` to at most `max` characters, ending with a note when it had to.
@@ -45,6 +64,14 @@ mod tests {
     #[test]
     fn control_characters_from_an_alarm_are_dropped() {
         assert_eq!(one_line("a\u{1b}[31mred\u{7}\nnext"), "a[31mred next");
+    }
+
+    #[test]
+    fn unicode_line_separators_and_bidi_overrides_cannot_shape_a_line() {
+        assert_eq!(
+            one_line("ok\u{2028}VERDICT: all clear\u{202e}gnp.exe"),
+            "ok VERDICT: all cleargnp.exe"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::sparkline::series_sparkline;
 use super::text::capitalise;
 use super::{one_line, truncate};
-use crate::diagnosis::{Diagnosis, ReportKind, Severity, Verdict};
+use crate::diagnosis::{Diagnosis, MAX_LINK_URL_CHARS, ReportKind, Severity, Verdict};
 
 /// Slack's limits.
 pub const MAX_BLOCKS: usize = 50;
@@ -163,9 +163,12 @@ pub fn render(d: &Diagnosis) -> Value {
         }
     }
 
-    if !d.links.is_empty() {
+    if d.links
+        .iter()
+        .any(|l| l.url.chars().count() <= MAX_LINK_URL_CHARS)
+    {
         blocks.push(
-            json!({"type": "actions", "elements": d.links.iter().take(5).map(|l| json!({
+            json!({"type": "actions", "elements": d.links.iter().filter(|l| l.url.chars().count() <= MAX_LINK_URL_CHARS).take(5).map(|l| json!({
             "type": "button",
             "text": {"type": "plain_text", "text": truncate(&one_line(&l.label), MAX_BUTTON_TEXT)},
             "url": l.url,

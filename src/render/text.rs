@@ -1,6 +1,7 @@
 //! Plain text for email: verdict first, readable at 80 columns without HTML.
 //! Commands and links stay on one line so they can be copied whole.
 
+use std::borrow::Cow;
 use std::fmt::Write;
 
 use super::sparkline::series_sparkline;
@@ -70,13 +71,17 @@ pub fn render(d: &Diagnosis) -> String {
         "not known (alarm history not collected)".to_owned()
     } else {
         let line = series_sparkline(&c.timeline, WIDTH - 30);
-        let span = c.timeline.step_seconds * c.timeline.values.len() as u64;
+        let span = c
+            .timeline
+            .step_seconds
+            .saturating_mul(c.timeline.values.len() as u64);
         let per_mark = span / line.chars().count().max(1) as u64;
         format!(
             "{line}  ({} per mark)",
-            human_duration(chrono::Duration::seconds(
-                i64::try_from(per_mark).unwrap_or(0)
-            ))
+            human_duration(
+                chrono::Duration::try_seconds(i64::try_from(per_mark).unwrap_or(0))
+                    .unwrap_or(chrono::Duration::MAX)
+            )
         )
     };
     field(&mut out, "ALARM 24 h", &timeline);
@@ -202,7 +207,7 @@ pub fn render(d: &Diagnosis) -> String {
     if !d.links.is_empty() {
         out.push_str("LINKS\n");
         for l in &d.links {
-            let _ = writeln!(out, "  {}: {}", one_line(&l.label), l.url);
+            let _ = writeln!(out, "  {}: {}", one_line(&l.label), one_line(&l.url));
         }
         out.push('\n');
     }
@@ -222,17 +227,20 @@ fn prompt(tool: &str) -> &'static str {
 /// `Average > 0.8 for 2 of 2 periods of 60 s; missing data: missing`.
 fn condition(d: &Diagnosis) -> Option<String> {
     let a = &d.alarm;
-    let op = match a.comparison.as_deref()? {
-        "GreaterThanThreshold" => ">",
-        "GreaterThanOrEqualToThreshold" => ">=",
-        "LessThanThreshold" => "<",
-        "LessThanOrEqualToThreshold" => "<=",
-        "LessThanLowerOrGreaterThanUpperThreshold" => "outside the band",
-        "LessThanLowerThreshold" => "below the band",
-        "GreaterThanUpperThreshold" => "above the band",
-        other => other,
+    let op: Cow<'_, str> = match a.comparison.as_deref()? {
+        "GreaterThanThreshold" => ">".into(),
+        "GreaterThanOrEqualToThreshold" => ">=".into(),
+        "LessThanThreshold" => "<".into(),
+        "LessThanOrEqualToThreshold" => "<=".into(),
+        "LessThanLowerOrGreaterThanUpperThreshold" => "outside the band".into(),
+        "LessThanLowerThreshold" => "below the band".into(),
+        "GreaterThanUpperThreshold" => "above the band".into(),
+        other => one_line(other),
     };
-    let what = a.statistic.clone().unwrap_or_else(|| "value".to_owned());
+    let what = a
+        .statistic
+        .as_deref()
+        .map_or(Cow::Borrowed("value"), one_line);
     let threshold = a.threshold.map(|t| format!(" {t}")).unwrap_or_default();
     let mut text = format!("{what} {op}{threshold}");
     if let (Some(n), Some(m), Some(p)) = (
@@ -255,7 +263,10 @@ fn field(out: &mut String, label: &str, value: &str) {
 /// Word-wraps `text` to 80 columns; the first line starts with `lead`, the
 /// following ones are indented to line up with it. Words longer than a line
 /// (URLs, ARNs) are kept whole.
+/// Everything the report prints goes through here or [`one_line`], so alarm
+/// text can never add a line of its own.
 fn push_wrapped(out: &mut String, lead: &str, text: &str) {
+    let text = one_line(text);
     let indent = " ".repeat(lead.chars().count());
     let mut line = lead.to_owned();
     let mut line_len = line.chars().count();

@@ -133,18 +133,21 @@ impl LocalWorld {
 
     /// An SDK configuration that talks to this world only.
     pub async fn sdk_config(&self) -> aws_config::SdkConfig {
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .endpoint_url(self.endpoint())
-            .region(aws_config::Region::new(self.region().to_owned()))
-            .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
-                "testing",
-                "testing",
-                None,
-                None,
-                "local-world",
-            ))
-            .load()
-            .await
+        alarm_triage::adapters::with_call_limits(
+            aws_config::defaults(aws_config::BehaviorVersion::latest()),
+            std::time::Duration::from_secs(8),
+        )
+        .endpoint_url(self.endpoint())
+        .region(aws_config::Region::new(self.region().to_owned()))
+        .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
+            "testing",
+            "testing",
+            None,
+            None,
+            "local-world",
+        ))
+        .load()
+        .await
     }
 
     /// Makes the world's alarm change state; returns the captured SNS event file.

@@ -2,11 +2,10 @@
 
 #![recursion_limit = "256"] // the evidence futures nest deeply
 
-mod handler;
-
-use alarm_triage::adapters::{AwsSources, Destinations};
+use alarm_triage::adapters::{AwsSources, Destinations, with_call_limits};
 use alarm_triage::config::Config;
 use alarm_triage::telemetry::{LogFormat, init};
+use diagnose::handler;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 
 /// Lambda bills memory and time: a faster allocator pays for itself on the render path.
@@ -17,7 +16,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 async fn main() -> Result<(), Error> {
     init(LogFormat::Json);
     let config = Config::from_env()?.require_destination()?;
-    let aws = aws_config::from_env()
+    let aws = with_call_limits(aws_config::from_env(), config.budget.per_source)
         .region(aws_config::Region::new(config.region.clone()))
         .load()
         .await;

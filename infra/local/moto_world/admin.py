@@ -1,13 +1,14 @@
 """Admin endpoints under /_alarm_triage/ for loading a world.
 
 They exist only for state that no public AWS API can set: past alarm state
-changes (history is written by CloudWatch itself) and target health (decided
-by the load balancer's health checks). Everything else is seeded through the
-public APIs.
+changes (history is written by CloudWatch itself), target health (decided
+by the load balancer's health checks) and where a cluster's API endpoint is
+(chosen by EKS). Everything else is seeded through the public APIs.
 
   GET  /_alarm_triage/health
   POST /_alarm_triage/alarm-history  {"account", "region", "alarm_name", "items": [{"timestamp", "old_state", "new_state", "reason"}]}
   POST /_alarm_triage/target-health  {"target_group_arn", "targets": [{"id", "state", "reason", "description"}]}
+  POST /_alarm_triage/eks-endpoint   {"name", "endpoint", "account"?, "region"?}  DescribeCluster's endpoint (see eks_ext)
   GET  /_alarm_triage/mailbox        what SNS delivered to email subscriptions (read-only; see sns_ext)
 """
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from . import cloudwatch_ext, elbv2_ext, sns_ext
+from . import cloudwatch_ext, eks_ext, elbv2_ext, sns_ext
 
 PREFIX = "/_alarm_triage/"
 STATES = {"OK", "ALARM", "INSUFFICIENT_DATA"}
@@ -62,9 +63,18 @@ def _target_health(body: dict[str, Any]) -> dict[str, Any]:
     return {"updated": len(targets)}
 
 
+def _eks_endpoint(body: dict[str, Any]) -> dict[str, Any]:
+    endpoint = _require(body, "endpoint", "eks-endpoint")
+    if not str(endpoint).startswith(("http://", "https://")):
+        raise BadRequest(f"eks-endpoint: endpoint {endpoint!r} is not an http(s) URL")
+    arns = eks_ext.set_endpoint(_require(body, "name", "eks-endpoint"), endpoint, body.get("account"), body.get("region"))
+    return {"updated": arns}
+
+
 ROUTES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "alarm-history": _alarm_history,
     "target-health": _target_health,
+    "eks-endpoint": _eks_endpoint,
 }
 
 
