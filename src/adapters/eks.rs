@@ -54,9 +54,9 @@ pub async fn describe_cluster(client: &aws_sdk_eks::Client, name: &str) -> Resul
         .name(name)
         .send()
         .await
-        .map_err(|e| sdk_failure(source::KUBERNETES, "eks:DescribeCluster", &e))?;
+        .map_err(|e| sdk_failure(source::CLUSTER, "eks:DescribeCluster", &e))?;
     let cluster = out.cluster().ok_or_else(|| Error::Source {
-        source_name: source::KUBERNETES,
+        source_name: source::CLUSTER,
         reason: format!("eks:DescribeCluster returned no cluster for {name}"),
         retryable: false,
     })?;

@@ -169,6 +169,9 @@ impl KubeSource {
             };
             let cluster = match &eks {
                 Some(Ok(cluster)) => cluster.clone(),
+                Some(Err(Error::Source {
+                    reason, retryable, ..
+                })) => return Err(gap(format!("eks:DescribeCluster: {reason}"), *retryable)),
                 Some(Err(e)) => return Err(gap(e.to_string(), e.is_retryable())),
                 None => unreachable_cluster(name)?,
             };
@@ -242,6 +245,12 @@ fn explain(error: &kube::Error, what: &str, url: &str, eks: Option<&EksCluster>)
             ),
             status.code >= 500,
         ),
+        other if timed_out(other) => gap(
+            format!(
+                "no answer from the API server at {url} reading {what} within the read timeout (KUBE_TIMEOUT_MS): {other}"
+            ),
+            true,
+        ),
         other => {
             let private = eks.is_some_and(|c| !c.public_access);
             let hint = if private {
@@ -255,6 +264,21 @@ fn explain(error: &kube::Error, what: &str, url: &str, eks: Option<&EksCluster>)
             )
         }
     }
+}
+
+/// Whether a transport error is a timeout somewhere down its chain of causes.
+fn timed_out(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cause = Some(error);
+    while let Some(e) = cause {
+        if e.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+            || e.to_string().to_ascii_lowercase().contains("timed out")
+        {
+            return true;
+        }
+        cause = e.source();
+    }
+    false
 }
 
 fn time_of(
@@ -673,6 +697,7 @@ impl crate::evidence::KubernetesSource for KubeSource {
             ),
             format!("sum by (pod) (container_memory_working_set_bytes{{{selector}}})"),
         ];
+        let who = origin.clone();
         let fetch = |query: &String| {
             let path = format!(
                 "{prefix}/api/v1/query_range?query={}&start={}&end={}&step={step_seconds}",
@@ -681,6 +706,7 @@ impl crate::evidence::KubernetesSource for KubeSource {
                 end.timestamp()
             );
             let client = client.clone();
+            let who = who.clone();
             async move {
                 let request = http::Request::get(path)
                     .body(Vec::new())
@@ -688,7 +714,7 @@ impl crate::evidence::KubernetesSource for KubeSource {
                 let text = client
                     .request_text(request)
                     .await
-                    .map_err(|e| failure(prometheus_failure(&e)))?;
+                    .map_err(|e| failure(prometheus_failure(&e, &who)))?;
                 parse_matrix(&text).map_err(failure)
             }
         };
@@ -704,20 +730,33 @@ impl crate::evidence::KubernetesSource for KubeSource {
     }
 }
 
-/// What Prometheus (or the proxy in front of it) answered, by status.
-fn prometheus_failure(error: &kube::Error) -> String {
+/// What Prometheus (or the proxy in front of it) answered, by status; or
+/// that it could not be reached at all.
+fn prometheus_failure(error: &kube::Error, origin: &str) -> String {
     match error {
-        kube::Error::Api(status) => format!(
-            "Prometheus answered HTTP {}{}: {}",
-            status.code,
-            if status.reason.is_empty() {
-                String::new()
-            } else {
-                format!(" {}", status.reason)
-            },
-            crate::render::truncate(&status.message, 200)
-        ),
-        other => format!("query failed: {other}"),
+        kube::Error::Api(status) => {
+            // kube-rs keeps a body that is not a Kubernetes Status as the message:
+            // Prometheus's own error document says what went wrong.
+            let body: Option<Value> = serde_json::from_str(&status.message).ok();
+            let detail = match body.as_ref().and_then(|b| b["error"].as_str()) {
+                Some(error) => format!(
+                    "{}: {error}",
+                    body.as_ref()
+                        .and_then(|b| b["errorType"].as_str())
+                        .unwrap_or("error")
+                ),
+                None => status.message.clone(),
+            };
+            format!(
+                "{origin} answered HTTP {}: {}",
+                status.code,
+                crate::render::truncate(&crate::render::one_line(&detail), 200)
+            )
+        }
+        other if timed_out(other) => {
+            format!("no answer from {origin} within the read timeout (KUBE_TIMEOUT_MS): {other}")
+        }
+        other => format!("could not reach {origin}: {other}"),
     }
 }
 

@@ -19,8 +19,14 @@ use crate::error::Error;
 
 /// Bounds every AWS call: each attempt, and the call with its retries, so no
 /// SDK call can outlive the invocation, even one awaited outside the evidence
-/// ledger (publishing, the cluster connection). Retries are adaptive: under
-/// throttling the client slows itself down instead of hammering the service.
+/// ledger (publishing, the cluster connection).
+///
+/// Retries are the standard mode's (three attempts, jittered exponential
+/// backoff), scaled to the bound so that they end inside it and the error
+/// says what the service answered ("throttled", "InternalFailure") rather
+/// than "no answer". Adaptive mode was tried and rejected: its client-side
+/// rate limiter holds a throttled call past any deadline (the fault matrix
+/// saw a throttled DescribeCluster end as a bare timeout).
 pub fn with_call_limits(
     loader: aws_config::ConfigLoader,
     per_call: std::time::Duration,
@@ -36,7 +42,12 @@ pub fn with_call_limits(
                 .operation_timeout(per_call)
                 .build(),
         )
-        .retry_config(RetryConfig::adaptive().with_max_attempts(3))
+        .retry_config(
+            RetryConfig::standard()
+                .with_max_attempts(3)
+                .with_initial_backoff(per_call / 20)
+                .with_max_backoff(per_call / 4),
+        )
 }
 
 /// Maps an SDK error to an evidence-source error: access problems name the
