@@ -130,6 +130,47 @@ async fn a_live_diagnosis_validates_against_the_schema_and_reads_nothing_twice()
 }
 
 #[tokio::test]
+async fn a_warm_container_shares_target_groups_tags_and_the_cluster_but_reads_health_afresh() {
+    let world = LocalWorld::up("alb-flapping-worker-ceiling");
+    let event = captured(&world);
+    let config = world.sdk_config().await;
+    let settings =
+        alarm_triage::config::Config::from_lookup(|k| world.env.get(k).cloned()).unwrap();
+    let triage = Triage {
+        collection: Collection::Live(AwsSources::new(&config, &settings.cluster)),
+        publisher: alarm_triage::publish::NoPublisher,
+        budget: Budget::default(),
+        classifier: ClassifierConfig::default(),
+    };
+    world.calls(true);
+    for _ in 0..3 {
+        triage
+            .handle_bytes(&event, Now::At(chrono::Utc::now()))
+            .await
+            .unwrap();
+    }
+    let calls = world.calls(false);
+    let count = |k: &str| calls.get(k).copied().unwrap_or(0);
+    assert_eq!(
+        count("elasticloadbalancing:DescribeTargetGroups"),
+        1,
+        "{calls:?}"
+    );
+    assert_eq!(count("elasticloadbalancing:DescribeTags"), 1, "{calls:?}");
+    assert_eq!(
+        count("elasticloadbalancing:DescribeTargetGroupAttributes"),
+        6,
+        "{calls:?}"
+    );
+    assert_eq!(
+        count("elasticloadbalancing:DescribeTargetHealth"),
+        18,
+        "{calls:?}"
+    );
+    assert_eq!(count("monitoring:DescribeAlarmHistory"), 3, "{calls:?}");
+}
+
+#[tokio::test]
 async fn deleted_alarm_deleted_load_balancer_and_empty_target_group_are_reported_not_errors() {
     let world = LocalWorld::up("alb-sustained-hot-pod");
     let event = captured(&world);

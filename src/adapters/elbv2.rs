@@ -2,9 +2,12 @@
 //! attributes, tags and target health.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Instant;
 
 use futures_util::future::try_join_all;
 
+use super::warm_cache::{SHARED_LOOKUP_TTL, WarmCache};
 use super::{sdk_failure, service_error_code};
 use crate::error::Result;
 use crate::evidence::model::load_balancer_name;
@@ -14,15 +17,25 @@ use crate::evidence::{LoadBalancerSource, source};
 /// DescribeTags takes at most 20 resources a call.
 const MAX_TAG_ARNS: usize = 20;
 
-/// Reads ELBv2 through aws-sdk-elasticloadbalancingv2.
+/// Reads ELBv2 through aws-sdk-elasticloadbalancingv2. Target groups, their
+/// tags and algorithms are shared by every alarm on a load balancer and kept
+/// for a minute (see [`WarmCache`]); health is read afresh every time.
 #[derive(Debug, Clone)]
 pub struct Elbv2Source {
     client: aws_sdk_elasticloadbalancingv2::Client,
+    groups: Arc<WarmCache<Vec<TargetGroup>>>,
+    tags: Arc<WarmCache<BTreeMap<String, Tags>>>,
+    algorithms: Arc<WarmCache<Option<String>>>,
 }
 
 impl Elbv2Source {
     pub fn new(client: aws_sdk_elasticloadbalancingv2::Client) -> Self {
-        Elbv2Source { client }
+        Elbv2Source {
+            client,
+            groups: Arc::new(WarmCache::new(SHARED_LOOKUP_TTL)),
+            tags: Arc::new(WarmCache::new(SHARED_LOOKUP_TTL)),
+            algorithms: Arc::new(WarmCache::new(SHARED_LOOKUP_TTL)),
+        }
     }
 }
 
@@ -68,6 +81,9 @@ impl LoadBalancerSource for Elbv2Source {
     }
 
     async fn target_groups(&self, load_balancer_arn: &str) -> Result<Option<Vec<TargetGroup>>> {
+        if let Some(groups) = self.groups.get(load_balancer_arn, Instant::now()) {
+            return Ok(Some(groups));
+        }
         let mut pages = self
             .client
             .describe_target_groups()
@@ -106,10 +122,15 @@ impl LoadBalancerSource for Elbv2Source {
             }
         }
         out.sort_by(|a, b| a.name.cmp(&b.name));
+        self.groups
+            .put(load_balancer_arn.to_owned(), out.clone(), Instant::now());
         Ok(Some(out))
     }
 
     async fn algorithm(&self, target_group_arn: &str) -> Result<Option<String>> {
+        if let Some(algorithm) = self.algorithms.get(target_group_arn, Instant::now()) {
+            return Ok(algorithm);
+        }
         let out = self
             .client
             .describe_target_group_attributes()
@@ -123,12 +144,18 @@ impl LoadBalancerSource for Elbv2Source {
                     &e,
                 )
             })?;
-        Ok(out
+        let algorithm = out
             .attributes()
             .iter()
             .find(|a| a.key() == Some("load_balancing.algorithm.type"))
             .and_then(|a| a.value())
-            .map(str::to_owned))
+            .map(str::to_owned);
+        self.algorithms.put(
+            target_group_arn.to_owned(),
+            algorithm.clone(),
+            Instant::now(),
+        );
+        Ok(algorithm)
     }
 
     async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetHealth>> {
@@ -167,6 +194,10 @@ impl LoadBalancerSource for Elbv2Source {
     }
 
     async fn tags(&self, arns: &[String]) -> Result<BTreeMap<String, Tags>> {
+        let key = arns.join(" ");
+        if let Some(tags) = self.tags.get(&key, Instant::now()) {
+            return Ok(tags);
+        }
         let calls = arns.chunks(MAX_TAG_ARNS).map(|chunk| {
             self.client
                 .describe_tags()
@@ -176,7 +207,7 @@ impl LoadBalancerSource for Elbv2Source {
         let answers = try_join_all(calls)
             .await
             .map_err(|e| sdk_failure(source::TAGS, "elasticloadbalancing:DescribeTags", &e))?;
-        Ok(answers
+        let tags: BTreeMap<String, Tags> = answers
             .iter()
             .flat_map(|a| a.tag_descriptions())
             .filter_map(|d| {
@@ -192,7 +223,9 @@ impl LoadBalancerSource for Elbv2Source {
                     .collect();
                 Some((d.resource_arn()?.to_owned(), tags))
             })
-            .collect())
+            .collect();
+        self.tags.put(key, tags.clone(), Instant::now());
+        Ok(tags)
     }
 }
 

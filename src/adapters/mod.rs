@@ -10,6 +10,7 @@ pub mod secrets;
 pub mod slack;
 pub mod sns;
 pub mod sqs;
+pub mod warm_cache;
 
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_types::error::display::DisplayErrorContext;
