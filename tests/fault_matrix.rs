@@ -24,7 +24,7 @@ use alarm_triage::adapters::elbv2::Elbv2Source;
 use alarm_triage::adapters::slack::SlackWebhook;
 use alarm_triage::adapters::sns::SnsPublisher;
 use alarm_triage::adapters::sqs::SqsPublisher;
-use alarm_triage::adapters::{AwsSources, Destinations, with_call_limits};
+use alarm_triage::adapters::{AwsSources, Destinations};
 use alarm_triage::classify::ClassifierConfig;
 use alarm_triage::config::Config;
 use alarm_triage::diagnosis::Diagnosis;
@@ -196,21 +196,7 @@ impl Matrix {
 
     /// Runs the diagnose pipeline as the Lambda does, under the invocation's budget.
     async fn diagnose(&self, dependency: Dependency, fault: Fault) -> (Duration, Outcome) {
-        let sdk = with_call_limits(
-            aws_config::defaults(aws_config::BehaviorVersion::latest()),
-            PER_CALL,
-        )
-        .endpoint_url(self.world.endpoint())
-        .region(aws_config::Region::new(self.world.region().to_owned()))
-        .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
-            "testing",
-            "testing",
-            None,
-            None,
-            "local-world",
-        ))
-        .load()
-        .await;
+        let sdk = self.world.sdk_config_bounded(PER_CALL).await;
         // Production's path to the cluster: EKS_CLUSTER_NAME, DescribeCluster, an EKS token.
         let mut settings = Config::from_lookup(|k| match k {
             "KUBECONFIG" => None,

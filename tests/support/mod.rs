@@ -133,9 +133,15 @@ impl LocalWorld {
 
     /// An SDK configuration that talks to this world only.
     pub async fn sdk_config(&self) -> aws_config::SdkConfig {
+        self.sdk_config_bounded(std::time::Duration::from_secs(8))
+            .await
+    }
+
+    /// As [`Self::sdk_config`], each call bounded by `per_call` as the functions' clients are.
+    pub async fn sdk_config_bounded(&self, per_call: std::time::Duration) -> aws_config::SdkConfig {
         alarm_triage::adapters::with_call_limits(
             aws_config::defaults(aws_config::BehaviorVersion::latest()),
-            std::time::Duration::from_secs(8),
+            per_call,
         )
         .endpoint_url(self.endpoint())
         .region(aws_config::Region::new(self.region().to_owned()))
