@@ -2,24 +2,48 @@
 
 moto cannot invoke a Lambda without Docker, so an SNS HTTP subscription points
 here; each notification is turned into the Lambda SNS event AWS would build
-and sent to cargo-lambda's runtime emulator, asynchronously, as SNS invokes
-Lambda. Every invocation's outcome is appended to a JSON-lines log.
+and handed to cargo-lambda's runtime emulator the way Lambda handles an
+asynchronous invocation:
 
-    python sns_bridge.py --port PORT --invoke URL --log FILE
+- the notification is acknowledged at once and queued; up to --concurrency
+  invocations run at a time (one per warm instance of the function);
+- a failed invocation (X-Amz-Function-Error, an HTTP error, or no answer) is
+  retried --max-retries times (Lambda: 2), after the --retry-delays (Lambda
+  waits about 1 then 2 minutes; here seconds, default 1,2);
+- when the last attempt fails too, an on-failure destination record in
+  Lambda's shape goes to the --on-failure-queue SQS queue, so every
+  notification ends either as the function's success or in that queue.
+
+Every attempt is appended to a JSON-lines log: message_id, status,
+function_error, body, seconds, and attempt (1-based), final (no attempt
+follows), request_id (the same for every attempt of one event); a final
+failure also has on_failure ("sent", "no queue", or why sending failed).
+
+    python sns_bridge.py --port PORT --invoke URL [--invoke URL ...] --log FILE
+        [--concurrency N] [--max-retries N] [--retry-delays 1,2]
+        [--on-failure-queue URL --endpoint URL] [--function-arn ARN]
+
+Several --invoke URLs (one emulator each) are used round-robin.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import queue
 import signal
 import sys
 import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
+from datetime import datetime, timezone
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+DEFAULT_FUNCTION_ARN = "arn:aws:lambda:eu-west-1:000000000000:function:diagnose:$LATEST"
 
 
 def lambda_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, Any]:
@@ -45,6 +69,28 @@ def lambda_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, A
                 },
             }
         ]
+    }
+
+
+def failure_record(event: dict[str, Any], request_id: str, function_arn: str, attempts: int,
+                   function_error: str | None, body: str) -> dict[str, Any]:
+    """What Lambda sends to an on-failure destination once retries are exhausted."""
+    try:
+        payload: Any = json.loads(body)
+    except ValueError:
+        payload = body
+    return {
+        "version": "1.0",
+        "timestamp": datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "requestContext": {
+            "requestId": request_id,
+            "functionArn": function_arn,
+            "condition": "RetriesExhausted",
+            "approximateInvokeCount": attempts,
+        },
+        "requestPayload": event,
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": function_error or "Unhandled"},
+        "responsePayload": payload,
     }
 
 
@@ -81,20 +127,45 @@ class Handler(BaseHTTPRequestHandler):
             self._reply(200)
             return
         event = lambda_event(envelope, self.headers.get("x-amz-sns-subscription-arn", "arn:aws:sns:local:bridge"))
-        threading.Thread(target=self.server.invoke, args=(event,), daemon=True).start()  # type: ignore[attr-defined]
+        self.server.submit(event)  # type: ignore[attr-defined]
         self._reply(200)
 
 
 class Bridge(ThreadingHTTPServer):
-    def __init__(self, port: int, invoke_url: str, log_path: str):
-        super().__init__(("127.0.0.1", port), Handler)
-        self.invoke_url = invoke_url
-        self.log_path = log_path
-        self.lock = threading.Lock()
+    daemon_threads = True
 
-    def invoke(self, event: dict[str, Any]) -> None:
+    def __init__(self, port: int, invoke_urls: list[str], log_path: str, *, concurrency: int = 1,
+                 max_retries: int = 2, retry_delays: list[float] | None = None,
+                 on_failure_queue: str | None = None, endpoint: str | None = None,
+                 function_arn: str = DEFAULT_FUNCTION_ARN):
+        super().__init__(("127.0.0.1", port), Handler)
+        self.invoke_urls = itertools.cycle(invoke_urls)
+        self.log_path = log_path
+        self.max_retries = max_retries
+        self.retry_delays = retry_delays or [1.0, 2.0]
+        self.function_arn = function_arn
+        self.on_failure_queue = on_failure_queue
+        self.sqs = _sqs_client(endpoint, function_arn) if on_failure_queue else None
+        self.lock = threading.Lock()
+        # Lambda's internal event queue: notifications wait here, not in the emulator,
+        # so an invocation's timeout only runs while the function works on it.
+        self.events: queue.Queue = queue.Queue()
+        for _ in range(max(1, concurrency)):
+            threading.Thread(target=self._work, daemon=True).start()
+
+    def submit(self, event: dict[str, Any], attempt: int = 1, request_id: str | None = None) -> None:
+        self.events.put((event, attempt, request_id or str(uuid.uuid4())))
+
+    def _work(self) -> None:
+        while True:
+            self.invoke(*self.events.get())
+
+    def invoke(self, event: dict[str, Any], attempt: int = 1, request_id: str | None = None) -> dict[str, Any]:
+        request_id = request_id or str(uuid.uuid4())
+        with self.lock:
+            url = next(self.invoke_urls)
         started = time.time()
-        request = urllib.request.Request(self.invoke_url, data=json.dumps(event).encode(), headers={"Content-Type": "application/json"}, method="POST")
+        request = urllib.request.Request(url, data=json.dumps(event).encode(), headers={"Content-Type": "application/json"}, method="POST")
         record: dict[str, Any] = {"message_id": event["Records"][0]["Sns"]["MessageId"]}
         try:
             with urllib.request.urlopen(request, timeout=120) as response:
@@ -104,17 +175,56 @@ class Bridge(ThreadingHTTPServer):
         except OSError as error:
             record.update(status=None, function_error="BridgeError", body=str(error))
         record["seconds"] = round(time.time() - started, 3)
+        failed = record["function_error"] is not None
+        final = not failed or attempt > self.max_retries
+        record.update(attempt=attempt, final=final, request_id=request_id)
+        if failed and final:
+            record["on_failure"] = self._send_failure(event, request_id, attempt, record)
+        elif failed:
+            delay = self.retry_delays[min(attempt - 1, len(self.retry_delays) - 1)]
+            timer = threading.Timer(delay, self.submit, args=(event, attempt + 1, request_id))
+            timer.daemon = True
+            timer.start()
         with self.lock, open(self.log_path, "a") as log:
             log.write(json.dumps(record) + "\n")
+        return record
+
+    def _send_failure(self, event: dict[str, Any], request_id: str, attempts: int, record: dict[str, Any]) -> str:
+        if not self.sqs:
+            return "no queue"
+        document = failure_record(event, request_id, self.function_arn, attempts, record["function_error"], record["body"])
+        try:
+            self.sqs.send_message(QueueUrl=self.on_failure_queue, MessageBody=json.dumps(document))
+            return "sent"
+        except Exception as error:  # noqa: BLE001 - the log must say why, whatever it was
+            sys.stderr.write(f"sns-bridge: could not send the failed event {request_id}: {error}\n")
+            return f"error: {error}"
+
+
+def _sqs_client(endpoint: str | None, function_arn: str) -> Any:
+    import boto3
+
+    region = function_arn.split(":")[3]
+    return boto3.session.Session(region_name=region).client("sqs", endpoint_url=endpoint)
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--port", type=int, required=True)
-    parser.add_argument("--invoke", required=True)
+    parser.add_argument("--invoke", action="append", required=True, help="the emulator's invoke URL; repeat to spread invocations round-robin")
     parser.add_argument("--log", required=True)
+    parser.add_argument("--concurrency", type=int, default=1, help="invocations running at a time (default 1)")
+    parser.add_argument("--max-retries", type=int, default=2, help="retries after a failed invocation (Lambda: 0-2, default 2)")
+    parser.add_argument("--retry-delays", default="1,2", help="seconds before each retry, comma-separated; the last repeats (default 1,2)")
+    parser.add_argument("--on-failure-queue", help="SQS queue URL for the record of an event whose retries are exhausted")
+    parser.add_argument("--endpoint", help="the AWS endpoint (moto) to send that record through")
+    parser.add_argument("--function-arn", default=DEFAULT_FUNCTION_ARN, help="functionArn of the record; its region is the queue's")
     args = parser.parse_args()
-    bridge = Bridge(args.port, args.invoke, args.log)
+    bridge = Bridge(
+        args.port, args.invoke, args.log, concurrency=args.concurrency, max_retries=args.max_retries,
+        retry_delays=[float(d) for d in args.retry_delays.split(",") if d.strip()],
+        on_failure_queue=args.on_failure_queue, endpoint=args.endpoint, function_arn=args.function_arn,
+    )
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=bridge.shutdown).start())
     bridge.serve_forever()
 

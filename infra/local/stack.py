@@ -1,9 +1,12 @@
 """The local AWS world: start, seed, deliver, stop.
 
     stack.py up WORLD_DIR [--state DIR] [--lambda] [--notify webhook|bot] [--json]
+                          [--lambda-instances N] [--lambda-retries N] [--lambda-retry-delays S,S]
                                                               start everything, seed the world, print the environment
     stack.py deliver [--state DIR] [--to STATE]               make the world's alarm change state; the real
                                                               notification goes out through SNS; prints the captured event file
+    stack.py storm [--state DIR] [--alarms 20] [--load-balancers 3] [--notifications 200] [--within 10] [--json]
+                                                              an alarm storm: more ALBs and alarms, many real state changes
     stack.py down [--state DIR]                               stop every process this stack started (by PID) and free its ports
 
 Everything listens on 127.0.0.1 on free ports. The state directory (default
@@ -15,6 +18,11 @@ endpoint (the blackhole's for a private endpoint), so the bot's production
 path, EKS token and all, works without KUBECONFIG. Prometheus also gets a
 fault proxy in front (fault_proxy.py, PROMETHEUS_FAULT_URL) for tests that
 set PROMETHEUS_URL to it.
+
+With --lambda, the diagnose function runs as Lambda runs it for SNS: invoked
+asynchronously by sns_bridge.py, on --lambda-instances warm instances polling
+one emulator, retried --lambda-retries times (default 0, so a test can retry
+by hand), then recorded in the failed-events queue (FAILED_EVENTS_QUEUE_URL).
 """
 
 from __future__ import annotations
@@ -54,6 +62,7 @@ ALARM_TOPIC = "alarm-triage-alarms"
 DIAGNOSIS_TOPIC = "alarm-triage-diagnoses"
 CAPTURE_QUEUE = "alarm-triage-captured-alarms"
 DIAGNOSIS_QUEUE = "alarm-triage-diagnoses"
+FAILED_EVENTS_QUEUE = "alarm-triage-failed-events"
 EMAIL_SUBSCRIBERS = {"oncall@example.com": None, "escalations@example.com": {"classification": ["sustained"]}}
 
 
@@ -171,6 +180,38 @@ def admin(endpoint: str, route: str, body: dict[str, Any]) -> dict[str, Any]:
         raise StackError(f"admin endpoint {route} refused the world: {error.read().decode(errors='replace')}")
 
 
+def metric_datums(world: worlds.World, lb_dimension: str, groups: list[tuple[dict[str, Any], str, int, int]]) -> list[dict[str, Any]]:
+    """The CloudWatch datapoints of one load balancer over the world's
+    metrics_span: per target group (its spec, TargetGroup dimension, target
+    count, unhealthy count) and summed for the load balancer, as the ALB
+    reports them. Shared by seed() and the storm's extra load balancers."""
+    minutes = int(worlds.parse_duration(world.spec.get("metrics_span", "6h"), world.file, "metrics_span").total_seconds() // 60)
+    lb_minutes: dict[Any, dict[str, Any]] = {}
+    datums: list[dict[str, Any]] = []
+    for tg, tg_dimension, targets, unhealthy in groups:
+        dims = [{"Name": "LoadBalancer", "Value": lb_dimension}, {"Name": "TargetGroup", "Value": tg_dimension}]
+        for minute in worlds.target_group_minutes(world, tg, minutes):
+            t = minute["timestamp"]
+            if minute["requests"] > 0:
+                datums.append({"MetricName": "TargetResponseTime", "Dimensions": dims, "Timestamp": t, "Values": minute["values"], "Counts": minute["counts"], "Unit": "Seconds"})
+            datums.append({"MetricName": "RequestCount", "Dimensions": dims, "Timestamp": t, "Value": minute["requests"], "Unit": "Count"})
+            datums.append({"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": dims, "Timestamp": t, "Value": minute["errors"], "Unit": "Count"})
+            datums.append({"MetricName": "UnHealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": unhealthy, "Unit": "Count"})
+            datums.append({"MetricName": "HealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": targets - unhealthy, "Unit": "Count"})
+            total = lb_minutes.setdefault(t, {"requests": 0, "values": [], "counts": [], "errors": 0})
+            total["requests"] += minute["requests"]
+            total["values"] += minute["values"]
+            total["counts"] += minute["counts"]
+            total["errors"] += minute["errors"]
+    lb_dims = [{"Name": "LoadBalancer", "Value": lb_dimension}]
+    for t, total in sorted(lb_minutes.items()):
+        if total["requests"] > 0:
+            datums.append({"MetricName": "TargetResponseTime", "Dimensions": lb_dims, "Timestamp": t, "Values": total["values"], "Counts": total["counts"], "Unit": "Seconds"})
+        datums.append({"MetricName": "RequestCount", "Dimensions": lb_dims, "Timestamp": t, "Value": total["requests"], "Unit": "Count"})
+        datums.append({"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": lb_dims, "Timestamp": t, "Value": total["errors"], "Unit": "Count"})
+    return datums
+
+
 def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
     """Loads the world into moto through the public APIs (and the two admin
     endpoints for what no public API can set)."""
@@ -195,10 +236,8 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
     facts["load_balancer_arn"] = lb_arn
     facts["load_balancer_dimension"] = worlds.lb_dimension(lb_arn)
 
-    minutes = int(worlds.parse_duration(spec.get("metrics_span", "6h"), world.file, "metrics_span").total_seconds() // 60)
-    lb_minutes: dict[Any, dict[str, Any]] = {}
-    datums: list[dict[str, Any]] = []
     groups = []
+    measured = []
     for i, tg in enumerate(lb_spec["target_groups"]):
         target_type = tg.get("target_type", "instance")
         created = c["elbv2"].create_target_group(
@@ -228,22 +267,7 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
         if health:
             admin(endpoint, "target-health", {"target_group_arn": arn, "targets": health})
         groups.append({"name": tg["name"], "arn": arn, "dimension": worlds.tg_dimension(arn), "targets": [t["Id"] for t in targets]})
-
-        dims = [{"Name": "LoadBalancer", "Value": facts["load_balancer_dimension"]}, {"Name": "TargetGroup", "Value": worlds.tg_dimension(arn)}]
-        unhealthy = len(health)
-        for minute in worlds.target_group_minutes(world, tg, minutes):
-            t = minute["timestamp"]
-            if minute["requests"] > 0:
-                datums.append({"MetricName": "TargetResponseTime", "Dimensions": dims, "Timestamp": t, "Values": minute["values"], "Counts": minute["counts"], "Unit": "Seconds"})
-            datums.append({"MetricName": "RequestCount", "Dimensions": dims, "Timestamp": t, "Value": minute["requests"], "Unit": "Count"})
-            datums.append({"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": dims, "Timestamp": t, "Value": minute["errors"], "Unit": "Count"})
-            datums.append({"MetricName": "UnHealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": unhealthy, "Unit": "Count"})
-            datums.append({"MetricName": "HealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": len(targets) - unhealthy, "Unit": "Count"})
-            total = lb_minutes.setdefault(t, {"requests": 0, "values": [], "counts": [], "errors": 0})
-            total["requests"] += minute["requests"]
-            total["values"] += minute["values"]
-            total["counts"] += minute["counts"]
-            total["errors"] += minute["errors"]
+        measured.append((tg, worlds.tg_dimension(arn), len(targets), len(health)))
     # Listener forwarding to the first group, rules for the others, as an Ingress would.
     listener = c["elbv2"].create_listener(
         LoadBalancerArn=lb_arn, Protocol="HTTP", Port=80,
@@ -256,22 +280,21 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
             Actions=[{"Type": "forward", "TargetGroupArn": group["arn"]}],
         )
     lb_dims = [{"Name": "LoadBalancer", "Value": facts["load_balancer_dimension"]}]
-    for t, total in sorted(lb_minutes.items()):
-        if total["requests"] > 0:
-            datums.append({"MetricName": "TargetResponseTime", "Dimensions": lb_dims, "Timestamp": t, "Values": total["values"], "Counts": total["counts"], "Unit": "Seconds"})
-        datums.append({"MetricName": "RequestCount", "Dimensions": lb_dims, "Timestamp": t, "Value": total["requests"], "Unit": "Count"})
-        datums.append({"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": lb_dims, "Timestamp": t, "Value": total["errors"], "Unit": "Count"})
+    datums = metric_datums(world, facts["load_balancer_dimension"], measured)
     for start in range(0, len(datums), 500):
         c["cloudwatch"].put_metric_data(Namespace="AWS/ApplicationELB", MetricData=datums[start:start + 500])
     facts["target_groups"] = groups
     facts["metric_datums"] = len(datums)
 
     # Topics and queues: alarms go to the alarm topic; a capture queue keeps
-    # the raw notifications for replay; diagnoses go to the diagnosis topic and its queue.
+    # the raw notifications for replay; diagnoses go to the diagnosis topic and its queue;
+    # events the diagnose Lambda failed on, retries exhausted, go to the failed-events
+    # queue (its on-failure destination).
     alarm_topic = c["sns"].create_topic(Name=ALARM_TOPIC)["TopicArn"]
     diagnosis_topic = c["sns"].create_topic(Name=DIAGNOSIS_TOPIC)["TopicArn"]
     capture_queue = c["sqs"].create_queue(QueueName=CAPTURE_QUEUE)["QueueUrl"]
     diagnosis_queue = c["sqs"].create_queue(QueueName=DIAGNOSIS_QUEUE)["QueueUrl"]
+    failed_events_queue = c["sqs"].create_queue(QueueName=FAILED_EVENTS_QUEUE)["QueueUrl"]
     for topic, queue in ((alarm_topic, capture_queue), (diagnosis_topic, diagnosis_queue)):
         queue_arn = c["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         c["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
@@ -280,7 +303,8 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
     for address, policy in EMAIL_SUBSCRIBERS.items():
         attributes = {"FilterPolicy": json.dumps(policy)} if policy else {}
         c["sns"].subscribe(TopicArn=diagnosis_topic, Protocol="email", Endpoint=address, Attributes=attributes)
-    facts.update(alarm_topic_arn=alarm_topic, diagnosis_topic_arn=diagnosis_topic, capture_queue_url=capture_queue, diagnosis_queue_url=diagnosis_queue)
+    facts.update(alarm_topic_arn=alarm_topic, diagnosis_topic_arn=diagnosis_topic, capture_queue_url=capture_queue,
+                 diagnosis_queue_url=diagnosis_queue, failed_events_queue_url=failed_events_queue)
 
     alarm = spec["alarm"]
     c["cloudwatch"].put_metric_alarm(
@@ -313,8 +337,11 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
 # --- commands ---------------------------------------------------------------------------
 
 def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_env: list[str],
-       notify: str | None = None, notify_env: list[str] | None = None) -> int:
+       notify: str | None = None, notify_env: list[str] | None = None, lambda_instances: int = 1,
+       lambda_retries: int = 0, lambda_retry_delays: str = "1,2") -> int:
     started = time.time()
+    if lambda_instances < 1:
+        raise StackError("--lambda-instances must be at least 1")
     if (state / "pids").exists():
         processes = Processes(state)
         entries = [line.split()[0] for line in (state / "pids").read_text().splitlines() if line.strip()]
@@ -356,11 +383,15 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
         env["DIAGNOSIS_TOPIC_ARN"] = facts["diagnosis_topic_arn"]
         env["DIAGNOSIS_QUEUE_URL"] = facts["diagnosis_queue_url"]
         env["CAPTURE_QUEUE_URL"] = facts["capture_queue_url"]
+        env["FAILED_EVENTS_QUEUE_URL"] = facts["failed_events_queue_url"]
         if world.spec.get("prometheus", {}).get("service"):
             env["PROMETHEUS_SERVICE"] = world.spec["prometheus"]["service"]
 
         if with_lambda:
-            env["LAMBDA_INVOKE_URL"] = start_function(state, processes, "diagnose", env, facts, facts["alarm_topic_arn"], lambda_env)
+            env["LAMBDA_INVOKE_URL"] = start_function(
+                state, processes, "diagnose", env, facts, facts["alarm_topic_arn"], lambda_env, instances=lambda_instances,
+                retries=lambda_retries, retry_delays=lambda_retry_delays, on_failure_queue=facts["failed_events_queue_url"],
+            )
         if notify:
             slack_url, slack_env = start_slack(state, processes, env, facts, notify)
             env["SLACK_LOCAL_URL"] = slack_url
@@ -491,10 +522,14 @@ def start_emulator(state: Path, processes: Processes, name: str) -> str:
 
 
 def start_function(state: Path, processes: Processes, name: str, env: dict[str, str], facts: dict[str, Any],
-                   topic_arn: str, overrides: list[str]) -> str:
-    """A function binary polling its own runtime emulator, and the SNS HTTP
-    subscription on `topic_arn` that invokes it with Lambda SNS events, as
-    an SNS -> Lambda subscription would. Returns the invoke URL."""
+                   topic_arn: str, overrides: list[str], instances: int = 1, retries: int = 0,
+                   retry_delays: str = "1,2", on_failure_queue: str | None = None) -> str:
+    """`instances` copies of a function binary polling one runtime emulator
+    (warm instances, as Lambda scales out), and the SNS HTTP subscription on
+    `topic_arn` that invokes them with Lambda SNS events, as an SNS -> Lambda
+    subscription would: asynchronously, up to `instances` at a time, with
+    `retries` retries and the failed event sent to `on_failure_queue`.
+    Returns the invoke URL."""
     variable = f"{name.upper().replace('-', '_')}_BINARY"
     binary = Path(os.environ.get(variable, ROOT / "target" / "debug" / name))
     if not binary.exists():
@@ -517,13 +552,20 @@ def start_function(state: Path, processes: Processes, name: str, env: dict[str, 
             function_env[key] = value
         else:
             function_env.pop(key, None)
-    processes.start(name, [str(binary)], env=function_env)
+    # One instance logs to NAME.log as it always did; several to NAME-1.log, NAME-2.log, ...
+    for i in range(1, instances + 1):
+        processes.start(name if instances == 1 else f"{name}-{i}", [str(binary)], env=function_env)
     bridge_port = free_port()
     log = "invocations.jsonl" if name == "diagnose" else f"{name}-invocations.jsonl"
-    bridge = processes.start(
-        f"{name}-bridge" if name != "diagnose" else "sns-bridge",
-        [PYTHON, str(HERE / "sns_bridge.py"), "--port", str(bridge_port), "--invoke", f"{invoke}/2015-03-31/functions/_/invocations", "--log", str(state / log)],
-    )
+    argv = [
+        PYTHON, str(HERE / "sns_bridge.py"), "--port", str(bridge_port), "--log", str(state / log),
+        "--invoke", f"{invoke}/2015-03-31/functions/_/invocations", "--concurrency", str(instances),
+        "--max-retries", str(retries), "--retry-delays", retry_delays,
+        "--function-arn", f"arn:aws:lambda:{facts['region']}:{facts['account']}:function:{name}:$LATEST",
+    ]
+    if on_failure_queue:
+        argv += ["--on-failure-queue", on_failure_queue, "--endpoint", env["AWS_ENDPOINT_URL"]]
+    bridge = processes.start(f"{name}-bridge" if name != "diagnose" else "sns-bridge", argv, env=CREDENTIALS)
     wait_http(f"{name} SNS bridge", f"http://127.0.0.1:{bridge_port}/healthz", bridge, state / f"{name}-bridge.log")
     c = clients(env["AWS_ENDPOINT_URL"], facts["region"])
     c["sns"].subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=f"http://127.0.0.1:{bridge_port}/sns")
@@ -605,6 +647,191 @@ def deliver(state: Path, to: str | None = None) -> int:
     raise StackError("no notification reached the capture queue within 10 s; see moto.log")
 
 
+# --- alarm storm -------------------------------------------------------------------------
+
+STORM_TARGET_GROUPS = 3
+STORM_WORKERS = 8
+
+
+def storm(state: Path, alarms: int, load_balancers: int, notifications: int, within: float, as_json: bool) -> int:
+    """Many alarms on several load balancers changing state at once, against a
+    running world: what the Lambda's retries, concurrency and failed-events
+    queue are for. Extra ALBs are made in the world's image, the alarms are
+    copies of the world's alarm spread round-robin over the load balancers
+    (the world's own first), and every transition is a real SetAlarmState, so
+    CloudWatch's real notification goes out through the alarm topic."""
+    if min(alarms, load_balancers, notifications) < 1 or within <= 0:
+        raise StackError("storm needs at least one alarm, load balancer and notification, and a positive --within")
+    env = _read_env(state)
+    facts = json.loads((state / "facts.json").read_text())
+    world = worlds.load(Path((state / "world").read_text()))
+    started = time.time()
+    c = clients(env["AWS_ENDPOINT_URL"], facts["region"], ("ec2", "elbv2", "sqs", "cloudwatch"))
+    run = secrets.token_hex(3)  # storms on one world never reuse an alarm name
+    lb_arns = [facts["load_balancer_arn"]] + [storm_load_balancer(c, world, facts, n) for n in range(1, load_balancers)]
+    names = []
+    for i in range(alarms):
+        lb_arn = lb_arns[i % len(lb_arns)]
+        names.append(storm_alarm(c, world, facts, f"storm-{run}-{i:03d}-{lb_arn.split('/')[-2]}", lb_arn))
+    setup_seconds = time.time() - started
+
+    fired = fire_transitions(env["AWS_ENDPOINT_URL"], facts["region"], names, notifications, within)
+    # The capture queue got every notification; empty it so `deliver` finds its own again.
+    c["sqs"].purge_queue(QueueUrl=facts["capture_queue_url"])
+    report = {
+        "alarms": names,
+        "load_balancer_arns": lb_arns,
+        "fired": fired["fired"],
+        "states": fired["states"],
+        "firing_seconds": fired["seconds"],
+        "max_late_seconds": fired["max_late"],
+        "within": within,
+        "distinct_state_change_times": distinct_state_change_times(c["cloudwatch"], names),
+        "setup_seconds": round(setup_seconds, 2),
+    }
+    if as_json:
+        print(json.dumps(report))
+    else:
+        print(f"{report['fired']} transitions {report['states']} of {alarms} alarms on {len(lb_arns)} load balancers "
+              f"fired in {report['firing_seconds']} s (at most {report['max_late_seconds']} s late); "
+              f"{report['distinct_state_change_times']} distinct state-change times; setup {report['setup_seconds']} s")
+        for arn in lb_arns:
+            print(f"load balancer {arn}")
+        for name in names:
+            print(f"alarm {name}")
+    return 0
+
+
+def storm_load_balancer(c: dict[str, Any], world: worlds.World, facts: dict[str, Any], n: int) -> str:
+    """One more ALB shaped like the world's: same VPC, subnets, security groups
+    and tags (cluster name included), the world's first target groups copied
+    with their targets, listener rules and metrics. Returns its ARN."""
+    elbv2 = c["elbv2"]
+    model = elbv2.describe_load_balancers(LoadBalancerArns=[facts["load_balancer_arn"]])["LoadBalancers"][0]
+    tags = {t["Key"]: t["Value"] for t in elbv2.describe_tags(ResourceArns=[model["LoadBalancerArn"]])["TagDescriptions"][0]["Tags"]}
+    stack = f"storm{n}"
+    if "ingress.k8s.aws/stack" in tags:
+        tags["ingress.k8s.aws/stack"] = f"{stack}/{stack}"
+    subnets = [zone["SubnetId"] for zone in model["AvailabilityZones"]]
+    lb_arn = elbv2.create_load_balancer(
+        Name=f"k8s-{stack}-{secrets.token_hex(5)}", Subnets=subnets, SecurityGroups=model.get("SecurityGroups", []),
+        Scheme=model["Scheme"], Type="application", Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+    )["LoadBalancers"][0]["LoadBalancerArn"]
+    groups = []
+    for spec in world.spec["load_balancer"]["target_groups"][:STORM_TARGET_GROUPS]:
+        parts = spec["name"].split("-")
+        service = (parts[2] if len(parts) >= 4 and parts[0] == "k8s" else "svc")[:32 - len(f"k8s-{stack}--") - 10]
+        port = int(spec.get("port", 80))
+        arn = elbv2.create_target_group(
+            Name=f"k8s-{stack}-{service}-{secrets.token_hex(5)}", Protocol="HTTP", Port=port, VpcId=model["VpcId"],
+            TargetType="instance", HealthCheckPath=spec.get("health_check_path", "/healthz"),
+        )["TargetGroups"][0]["TargetGroupArn"]
+        group_tags = dict(spec.get("tags") or {})
+        if "ingress.k8s.aws/stack" in group_tags:
+            group_tags.update({"ingress.k8s.aws/stack": f"{stack}/{stack}", "ingress.k8s.aws/resource": f"{stack}/{stack}-{service}:http"})
+        if group_tags:
+            elbv2.add_tags(ResourceArns=[arn], Tags=[{"Key": k, "Value": str(v)} for k, v in group_tags.items()])
+        count = max(1, len(spec.get("targets", [])))
+        instances = c["ec2"].run_instances(ImageId="ami-12c6146b", MinCount=count, MaxCount=count, SubnetId=subnets[0])["Instances"]
+        elbv2.register_targets(TargetGroupArn=arn, Targets=[{"Id": i["InstanceId"], "Port": port} for i in instances])
+        groups.append((spec, arn, count))
+    listener = elbv2.create_listener(
+        LoadBalancerArn=lb_arn, Protocol="HTTP", Port=80, DefaultActions=[{"Type": "forward", "TargetGroupArn": groups[0][1]}],
+    )["Listeners"][0]["ListenerArn"]
+    for priority, (spec, arn, _) in enumerate(groups[1:], start=1):
+        elbv2.create_rule(
+            ListenerArn=listener, Priority=priority, Conditions=[{"Field": "path-pattern", "Values": [f"/{priority}/*"]}],
+            Actions=[{"Type": "forward", "TargetGroupArn": arn}],
+        )
+    datums = metric_datums(world, worlds.lb_dimension(lb_arn), [(spec, worlds.tg_dimension(arn), count, 0) for spec, arn, count in groups])
+    for start in range(0, len(datums), 500):
+        c["cloudwatch"].put_metric_data(Namespace="AWS/ApplicationELB", MetricData=datums[start:start + 500])
+    return lb_arn
+
+
+def storm_alarm(c: dict[str, Any], world: worlds.World, facts: dict[str, Any], name: str, lb_arn: str) -> str:
+    """A copy of the world's alarm on `lb_arn`, notifying the alarm topic as seed() does."""
+    alarm = world.spec["alarm"]
+    c["cloudwatch"].put_metric_alarm(
+        AlarmName=name, AlarmDescription=f"{alarm.get('description', '')} (storm copy on {lb_arn.split('/')[-2]})",
+        Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], Statistic=alarm["statistic"],
+        Dimensions=[{"Name": "LoadBalancer", "Value": worlds.lb_dimension(lb_arn)}], Period=int(alarm["period"]),
+        EvaluationPeriods=int(alarm["evaluation_periods"]),
+        DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
+        Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],
+        TreatMissingData=alarm.get("treat_missing_data", "missing"),
+        AlarmActions=[facts["alarm_topic_arn"]], OKActions=[facts["alarm_topic_arn"]],
+    )
+    return name
+
+
+def fire_transitions(endpoint: str, region: str, names: list[str], notifications: int, within: float) -> dict[str, Any]:
+    """Sets `notifications` alarm states, spread evenly over the first 90% of
+    `within` seconds (the rest is for the calls still in flight, so the storm
+    is over within `within`) and round-robin over the alarms, each alarm
+    alternating ALARM and OK (new alarms are INSUFFICIENT_DATA, so every call
+    is a change and notifies).
+
+    A few threads, each with its own client made beforehand, keep to the
+    schedule when moto is slow; every alarm belongs to one thread, so its
+    transitions happen in order, one after the other, each with its own
+    state-change time."""
+    import threading
+
+    workers = min(STORM_WORKERS, len(names))
+    plans: list[list[tuple[float, str, str]]] = [[] for _ in range(workers)]
+    counts = [0] * len(names)
+    for k in range(notifications):
+        i = k % len(names)
+        plans[i % workers].append((k * 0.9 * within / notifications, names[i], "ALARM" if counts[i] % 2 == 0 else "OK"))
+        counts[i] += 1
+    cloudwatch = [clients(endpoint, region, ("cloudwatch",))["cloudwatch"] for _ in range(workers)]
+    late: list[float] = []
+    errors: list[str] = []
+    states: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def run(worker: int) -> None:
+        for offset, name, to in plans[worker]:
+            wait = t0 + offset - time.time()
+            if wait > 0:
+                time.sleep(wait)
+            lateness = max(0.0, time.time() - t0 - offset)
+            try:
+                cloudwatch[worker].set_alarm_state(AlarmName=name, StateValue=to, StateReason=f"Threshold Crossed: storm transition to {to}")
+            except Exception as error:  # noqa: BLE001 - reported below, whatever it was
+                with lock:
+                    errors.append(f"{name} -> {to}: {error}")
+                continue
+            with lock:
+                late.append(lateness)
+                states[to] = states.get(to, 0) + 1
+
+    t0 = time.time()
+    threads = [threading.Thread(target=run, args=(w,)) for w in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    seconds = time.time() - t0
+    if errors:
+        raise StackError(f"{len(errors)} of {notifications} transitions failed, e.g. {errors[0]}")
+    return {"fired": sum(states.values()), "states": states, "seconds": round(seconds, 2), "max_late": round(max(late), 2)}
+
+
+def distinct_state_change_times(cloudwatch: Any, names: list[str]) -> int:
+    """How many (alarm, state-change time to the millisecond, as notifications
+    carry it) pairs the alarms' history holds: one per transition when each
+    diagnosis can get its own id."""
+    seen = set()
+    for name in names:
+        pages = cloudwatch.get_paginator("describe_alarm_history").paginate(AlarmName=name, HistoryItemType="StateUpdate")
+        for page in pages:
+            for item in page["AlarmHistoryItems"]:
+                seen.add((name, item["Timestamp"].isoformat(timespec="milliseconds")))
+    return len(seen)
+
+
 def _read_env(state: Path) -> dict[str, str]:
     env_file = state / "env"
     if not env_file.exists():
@@ -630,6 +857,13 @@ def main() -> int:
     p_up.add_argument("--state", type=Path, default=ROOT / ".world")
     p_up.add_argument("--lambda", dest="with_lambda", action="store_true", help="also run the diagnose Lambda under cargo-lambda's emulator")
     p_up.add_argument("--json", action="store_true")
+    p_up.add_argument("--lambda-instances", type=int, default=1, metavar="N",
+                      help="warm instances of the diagnose function polling its emulator (default 1)")
+    p_up.add_argument("--lambda-retries", type=int, default=0, choices=range(0, 3), metavar="N",
+                      help="retries after a failed asynchronous invocation, as Lambda's MaximumRetryAttempts (0-2; "
+                           "default 0, so a test can retry by hand); the event then goes to FAILED_EVENTS_QUEUE_URL")
+    p_up.add_argument("--lambda-retry-delays", default="1,2", metavar="S,S",
+                      help="seconds before each retry (Lambda waits about 1 and 2 minutes; default 1,2)")
     p_up.add_argument("--notify", choices=["webhook", "bot"],
                       help="also run notify-slack against a local Slack: incoming webhooks (secret in Secrets Manager) "
                            "or a bot token (SSM SecureString, threads in DynamoDB)")
@@ -638,6 +872,13 @@ def main() -> int:
     p_up.add_argument("--lambda-env", action="append", default=[], metavar="KEY=VALUE",
                       help="set (KEY=VALUE) or remove (KEY=) a variable of the diagnose function's environment; "
                            "${VAR} in VALUE is a variable of the world's env (PROMETHEUS_URL=${PROMETHEUS_FAULT_URL})")
+    p_storm = sub.add_parser("storm", help="many alarms on several load balancers change state at once (a running world)")
+    p_storm.add_argument("--state", type=Path, default=ROOT / ".world")
+    p_storm.add_argument("--alarms", type=int, default=20)
+    p_storm.add_argument("--load-balancers", type=int, default=3, help="the world's and N-1 more made in its image")
+    p_storm.add_argument("--notifications", type=int, default=200, help="state changes, alternating ALARM and OK per alarm")
+    p_storm.add_argument("--within", type=float, default=10.0, help="seconds to spread them over")
+    p_storm.add_argument("--json", action="store_true")
     for name in ("deliver", "down"):
         p = sub.add_parser(name)
         p.add_argument("--state", type=Path, default=ROOT / ".world")
@@ -647,9 +888,12 @@ def main() -> int:
     args = parser.parse_args()
     try:
         if args.command == "up":
-            return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env, args.notify, args.notify_env)
+            return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env, args.notify, args.notify_env,
+                      args.lambda_instances, args.lambda_retries, args.lambda_retry_delays)
         if args.command == "deliver":
             return deliver(args.state, args.to)
+        if args.command == "storm":
+            return storm(args.state, args.alarms, args.load_balancers, args.notifications, args.within, args.json)
         return down(args.state)
     except (StackError, worlds.WorldError) as error:
         print(f"stack.py: {error}", file=sys.stderr)
