@@ -50,6 +50,11 @@ pub struct Options {
     pub notify: Option<(PathBuf, &'static str)>,
     /// Variables of notify-slack's environment to set or remove.
     pub notify_env: Vec<String>,
+    /// Warm instances of the diagnose function (default 1).
+    pub lambda_instances: Option<usize>,
+    /// Lambda's asynchronous retries after a failed invocation (0-2, default 0),
+    /// then the event goes to the failed-events queue.
+    pub lambda_retries: Option<u8>,
 }
 
 impl LocalWorld {
@@ -80,6 +85,12 @@ impl LocalWorld {
         }
         for item in &options.lambda_env {
             command.arg("--lambda-env").arg(item);
+        }
+        if let Some(n) = options.lambda_instances {
+            command.arg("--lambda-instances").arg(n.to_string());
+        }
+        if let Some(n) = options.lambda_retries {
+            command.arg("--lambda-retries").arg(n.to_string());
         }
         if let Some((binary, mode)) = &options.notify {
             command
@@ -227,6 +238,69 @@ impl LocalWorld {
         let world = std::fs::read_to_string(source.join("world.yaml")).unwrap();
         std::fs::write(dir.join("world.yaml"), edit(world)).unwrap();
         dir
+    }
+
+    /// Fires an alarm storm (`stack.py storm`): `alarms` alarms on
+    /// `load_balancers` load balancers, `notifications` transitions within `within_s`.
+    pub fn storm(
+        &self,
+        alarms: u32,
+        load_balancers: u32,
+        notifications: u32,
+        within_s: u32,
+    ) -> Value {
+        let output = Command::new(python())
+            .arg(repo_root().join("infra/local/stack.py"))
+            .args(["storm", "--json", "--state"])
+            .arg(&self.state)
+            .args(["--alarms", &alarms.to_string()])
+            .args(["--load-balancers", &load_balancers.to_string()])
+            .args(["--notifications", &notifications.to_string()])
+            .args(["--within", &within_s.to_string()])
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .output()
+            .expect("stack.py runs");
+        assert!(
+            output.status.success(),
+            "storm failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).expect("stack.py storm --json prints JSON")
+    }
+
+    /// Takes every message from an SQS queue of this world until it stays
+    /// empty or `wait` has passed; returns the bodies.
+    pub async fn drain_queue(
+        &self,
+        queue_url: &str,
+        want: usize,
+        wait: std::time::Duration,
+    ) -> Vec<String> {
+        let sqs = aws_sdk_sqs::Client::new(&self.sdk_config().await);
+        let deadline = std::time::Instant::now() + wait;
+        let mut bodies = Vec::new();
+        while bodies.len() < want && std::time::Instant::now() < deadline {
+            let answer = sqs
+                .receive_message()
+                .queue_url(queue_url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .unwrap();
+            for message in answer.messages() {
+                bodies.push(message.body().unwrap_or_default().to_owned());
+                if let Some(handle) = message.receipt_handle() {
+                    sqs.delete_message()
+                        .queue_url(queue_url)
+                        .receipt_handle(handle)
+                        .send()
+                        .await
+                        .unwrap();
+                }
+            }
+        }
+        bodies
     }
 
     /// The world's expected diagnosis (`expected.yaml`), as JSON.

@@ -42,6 +42,7 @@ fn world(name: &str, mode: &'static str, notify_env: &[&str]) -> LocalWorld {
                 .map(|s| (*s).to_owned())
                 .chain(["RUST_LOG=debug".to_owned()])
                 .collect(),
+            ..Options::default()
         },
     )
 }
