@@ -66,7 +66,6 @@ fn storm_world() -> LocalWorld {
             lambda_retries: Some(2),
             notify: Some((notify, "bot")),
             notify_env: vec!["RUST_LOG=warn".to_owned()],
-            ..Options::default()
         },
     )
 }
