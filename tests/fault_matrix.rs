@@ -128,7 +128,7 @@ fn expected_words(fault: Fault) -> &'static [&'static str] {
         Fault::Throttled => &["throttled", "429"],
         Fault::ServerError => &["InternalFailure", "503", "500"],
         Fault::AccessDenied => &["access denied", "403"],
-        Fault::Hangs => &["no answer within", "timed out"],
+        Fault::Hangs => &["no answer", "timed out"],
         Fault::Refused => &["could not reach", "connect", "refused", "dispatch"],
     }
 }
