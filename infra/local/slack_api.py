@@ -39,7 +39,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, NamedTuple
 
 # Block Kit's documented limits (docs.slack.dev/reference/block-kit), in characters.
 MAX_TEXT = 40000              # the top-level `text`
@@ -119,6 +119,13 @@ def blocks_problem(payload: dict[str, Any]) -> str | None:
     return None
 
 
+class Answer(NamedTuple):
+    status: int
+    text: str
+    is_json: bool
+    headers: dict[str, str]
+
+
 class Slack(ThreadingHTTPServer):
     def __init__(self, port: int, webhooks: dict[str, str], bot_token: str, channels: dict[str, str]):
         super().__init__(("127.0.0.1", port), Handler)
@@ -152,16 +159,23 @@ class Handler(BaseHTTPRequestHandler):
         pass  # the default line includes the path, which holds the webhook secret
 
     def _reply(self, status: int, body: str | dict[str, Any], headers: dict[str, str] | None = None) -> tuple[int, str]:
-        text = json.dumps(body) if isinstance(body, dict) else body
-        data = text.encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/plain")
+        return self._send(self._answer(status, body, headers))
+
+    @staticmethod
+    def _answer(status: int, body: str | dict[str, Any], headers: dict[str, str] | None = None) -> Answer:
+        """An answer not yet written, so the request can be recorded before the client sees it."""
+        return Answer(status, json.dumps(body) if isinstance(body, dict) else body, isinstance(body, dict), headers or {})
+
+    def _send(self, answer: Answer) -> tuple[int, str]:
+        data = answer.text.encode()
+        self.send_response(answer.status)
+        self.send_header("Content-Type", "application/json" if answer.is_json else "text/plain")
         self.send_header("Content-Length", str(len(data)))
-        for key, value in (headers or {}).items():
+        for key, value in answer.headers.items():
             self.send_header(key, value)
         self.end_headers()
         self.wfile.write(data)
-        return status, text
+        return answer.status, answer.text
 
     def do_GET(self) -> None:  # noqa: N802
         if self.path == "/healthz":
@@ -213,42 +227,44 @@ class Handler(BaseHTTPRequestHandler):
             scripted = None  # a pure delay, then normal service
         if scripted is not None:
             headers = {"Retry-After": str(scripted["retry_after"])} if "retry_after" in scripted else {}
-            status, text = self._reply(int(scripted["status"]), scripted.get("body", ""), headers)
+            answer = self._answer(int(scripted["status"]), scripted.get("body", ""), headers)
             record["scripted"] = True
         elif kind == "webhook":
-            status, text = self._webhook(record, payload)
+            answer = self._webhook(record, payload)
         else:
-            status, text = self._web_api(record, payload)
-        record.update(status=status, answer=text)
+            answer = self._web_api(record, payload)
+        record.update(status=answer.status, answer=answer.text)
+        # Recorded before answering: a client that reads the recorder after its answer sees its request.
         with self.server.lock:
             self.server.requests.append(record)
-        sys.stderr.write(f"slack-api: {kind} -> {status}\n")
+        self._send(answer)
+        sys.stderr.write(f"slack-api: {kind} -> {answer.status}\n")
 
-    def _webhook(self, record: dict[str, Any], payload: Any) -> tuple[int, str]:
+    def _webhook(self, record: dict[str, Any], payload: Any) -> Answer:
         if record["webhook"] is None:
-            return self._reply(404, "no_service")
+            return self._answer(404, "no_service")
         if not isinstance(payload, dict):
-            return self._reply(400, "invalid_payload")
+            return self._answer(400, "invalid_payload")
         problem = blocks_problem(payload)
         if problem:
-            return self._reply(400, problem)
-        return self._reply(200, "ok")
+            return self._answer(400, problem)
+        return self._answer(200, "ok")
 
-    def _web_api(self, record: dict[str, Any], payload: Any) -> tuple[int, str]:
+    def _web_api(self, record: dict[str, Any], payload: Any) -> Answer:
         if record["authorization"] != "valid":
-            return self._reply(200, {"ok": False, "error": "not_authed" if record["authorization"] == "missing" else "invalid_auth"})
+            return self._answer(200, {"ok": False, "error": "not_authed" if record["authorization"] == "missing" else "invalid_auth"})
         if not isinstance(payload, dict):
-            return self._reply(200, {"ok": False, "error": "invalid_arguments"})
+            return self._answer(200, {"ok": False, "error": "invalid_arguments"})
         channel = payload.get("channel")
         if not channel:
-            return self._reply(200, {"ok": False, "error": "channel_not_found"})
+            return self._answer(200, {"ok": False, "error": "channel_not_found"})
         problem = blocks_problem(payload)
         if problem:
-            return self._reply(200, {"ok": False, "error": problem})
+            return self._answer(200, {"ok": False, "error": problem})
         ts = self.server.ts()
         record["ts"] = ts
         record["channel_id"] = self.server.channel_id(channel)
-        return self._reply(200, {"ok": True, "channel": record["channel_id"], "ts": ts, "message": {"ts": ts}})
+        return self._answer(200, {"ok": True, "channel": record["channel_id"], "ts": ts, "message": {"ts": ts}})
 
 
 def main() -> None:
