@@ -7,8 +7,8 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use crate::alarm::AlarmNotification;
 use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify, human_duration};
 use crate::diagnosis::{
-    AlarmFacts, Diagnosis, DiagnosisId, Finding, Link, MAX_LINK_URL_CHARS, ReportKind, SCHEMA,
-    Severity, Verdict,
+    AlarmFacts, Diagnosis, DiagnosisId, Finding, FindingId, Link, MAX_LINK_URL_CHARS, ReportKind,
+    SCHEMA, Severity, Verdict,
 };
 use crate::evidence::model::load_balancer_name;
 use crate::evidence::{GatheredEvidence, plan};
@@ -102,7 +102,9 @@ fn diagnosis_headline(
 ) -> String {
     let causes: Vec<&str> = findings
         .iter()
-        .filter(|f| f.verdict != Verdict::Inconclusive || f.id == "alb.shared_problem")
+        .filter(|f| {
+            f.verdict != Verdict::Inconclusive || f.id == FindingId::SharedLoadBalancerProblem
+        })
         .filter_map(|f| f.cause.as_deref())
         .collect();
     let because = if causes.is_empty() {

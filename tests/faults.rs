@@ -81,7 +81,10 @@ fn gap<'a>(d: &'a Diagnosis, source: &str) -> Option<&'a str> {
 }
 
 fn verdict(d: &Diagnosis, id: &str) -> Option<Verdict> {
-    d.findings.iter().find(|f| f.id == id).map(|f| f.verdict)
+    d.findings
+        .iter()
+        .find(|f| f.id.as_str() == id)
+        .map(|f| f.verdict)
 }
 
 #[tokio::test]

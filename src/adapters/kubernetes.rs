@@ -16,12 +16,12 @@ use serde_json::Value;
 
 use super::eks::{EksCluster, describe_cluster, token};
 use crate::error::{Error, Result};
+use crate::evidence::service_map::{MappingSource, ServiceRef};
 use crate::evidence::source;
 use crate::evidence::workload::{
     Condition, ContainerInfo, DeploymentInfo, HpaInfo, NodeCapacity, PerPod, PodInfo, PodSeries,
     PodUsage, Workload, WorkloadTarget, bytes, cpu_cores,
 };
-use crate::findings::service_map::{MappingSource, ServiceRef};
 
 /// How the function reaches the cluster.
 #[derive(Debug, Clone)]

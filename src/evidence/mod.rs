@@ -9,6 +9,7 @@
 #[doc(hidden)]
 pub mod fake;
 pub mod model;
+pub mod service_map;
 pub mod workload;
 
 use std::collections::BTreeMap;
@@ -21,11 +22,11 @@ use futures_util::future::join_all;
 use tokio::time::Instant;
 
 use crate::alarm::{AlarmNotification, Dimension};
-use crate::diagnosis::{EvidenceGap, SourceTiming, Timings};
 use crate::error::{Error, Result};
 use crate::history::AlarmHistory;
 use model::{
-    AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
+    AlarmDefinition, EvidenceGap, LoadBalancer, MetricQuery, MetricSeries, SourceTiming, Tags,
+    TargetGroup, TargetHealth, Timings,
 };
 
 /// Names of the evidence sources, as they appear in gaps and timings.

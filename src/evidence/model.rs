@@ -162,3 +162,25 @@ mod tests {
         assert_eq!(load_balancer_name("i-123"), None);
     }
 }
+
+/// A source of evidence that could not be read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceGap {
+    pub source: String,
+    pub reason: String,
+}
+
+/// How long gathering took, per source.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Timings {
+    pub total_ms: u64,
+    pub sources: Vec<SourceTiming>,
+}
+
+/// One source's wall time and outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceTiming {
+    pub source: String,
+    pub ms: u64,
+    pub outcome: String,
+}

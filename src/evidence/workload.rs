@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::findings::service_map::ServiceRef;
+use crate::evidence::service_map::ServiceRef;
 
 /// What the Kubernetes adapter is asked to find.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,7 +1,7 @@
 //! Flapping vs sustained vs one-off, from the alarm's state history.
 
 use crate::classify::{Behaviour, Classification, human_duration};
-use crate::diagnosis::{Evidence, Finding, Verdict};
+use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
 
 /// Flapping vs sustained vs one-off, from the alarm's state history.
 ///
@@ -80,12 +80,13 @@ pub fn alarm_behaviour(classification: &Classification, history_known: bool) -> 
         )
     };
     Finding {
-        id: "alarm.flapping".to_owned(),
+        id: FindingId::AlarmFlapping,
         hypothesis: "The alarm is flapping (repeated OK/ALARM cycles) rather than a sustained breach or a one-off".to_owned(),
         verdict,
         summary,
         cause,
         evidence,
         series: vec![classification.timeline.clone()],
+        facts: Facts::None,
     }
 }

@@ -3,64 +3,16 @@
 //! could help.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 
-use super::service_map::{self, ServiceRef};
 use super::traffic::{breaches, round};
-use crate::diagnosis::{Evidence, Finding, Verdict};
+use crate::diagnosis::summary::{TargetGroupSummary, UnhealthyTarget};
+use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
 use crate::evidence::model::{MetricSeries, TargetType};
+use crate::evidence::service_map::{self, ServiceRef};
 use crate::evidence::{AlbEvidence, GroupEvidence};
 
 /// Cumulative share of the breach the culprit groups must explain.
 const CULPRIT_COVERAGE: f64 = 0.8;
-
-/// A target that is not healthy.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct UnhealthyTarget {
-    pub id: String,
-    pub state: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub reason: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
-}
-
-/// One target group as the diagnosis reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TargetGroupSummary {
-    pub name: String,
-    pub arn: String,
-    pub target_type: String,
-    pub port: Option<i32>,
-    pub protocol: Option<String>,
-    /// `load_balancing.algorithm.type`.
-    pub algorithm: Option<String>,
-    pub kubernetes_service: Option<ServiceRef>,
-    /// Named as (one of) the group(s) behind the alarm.
-    pub culprit: bool,
-    /// The alarm's statistic for this group, averaged over the breaching periods.
-    pub statistic_while_breaching: Option<f64>,
-    pub p99_peak: Option<f64>,
-    pub requests_per_minute_while_breaching: Option<f64>,
-    /// This group's share of the breach (request-weighted for an Average), 0..1.
-    pub share_of_breach: Option<f64>,
-    pub http_5xx_in_window: Option<f64>,
-    pub unhealthy_hosts_peak: Option<f64>,
-    pub targets_healthy: Option<u32>,
-    pub targets_not_healthy: Option<u32>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unhealthy_targets: Vec<UnhealthyTarget>,
-}
-
-impl TargetGroupSummary {
-    /// `name (namespace/service)`.
-    pub fn label(&self) -> String {
-        match &self.kubernetes_service {
-            Some(service) => format!("{} ({})", self.name, service.display()),
-            None => self.name.clone(),
-        }
-    }
-}
 
 /// The breakdown and the findings that rest on it.
 #[derive(Debug, Clone, PartialEq)]
@@ -331,7 +283,7 @@ fn shared_problem(
         )
     };
     Finding {
-        id: "alb.shared_problem".to_owned(),
+        id: FindingId::SharedLoadBalancerProblem,
         hypothesis:
             "The shared load balancer or ingress is the problem (rather than one service behind it)"
                 .to_owned(),
@@ -340,6 +292,7 @@ fn shared_problem(
         cause,
         evidence,
         series: Vec::new(),
+        facts: Facts::None,
     }
 }
 
@@ -423,13 +376,14 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
         )
     };
     Finding {
-        id: "targets.unhealthy".to_owned(),
+        id: FindingId::UnhealthyTargets,
         hypothesis: "Unhealthy targets explain the alarm".to_owned(),
         verdict,
         summary,
         cause,
         evidence,
         series: Vec::new(),
+        facts: Facts::None,
     }
 }
 
@@ -477,7 +431,7 @@ fn least_outstanding_requests(summaries: &[TargetGroupSummary]) -> Option<Findin
         ),
     };
     Some(Finding {
-        id: "alb.least_outstanding_requests".to_owned(),
+        id: FindingId::LeastOutstandingRequests,
         hypothesis: "Switching the target group to least outstanding requests would help"
             .to_owned(),
         verdict,
@@ -485,6 +439,7 @@ fn least_outstanding_requests(summaries: &[TargetGroupSummary]) -> Option<Findin
         cause: None,
         evidence,
         series: Vec::new(),
+        facts: Facts::None,
     })
 }
 

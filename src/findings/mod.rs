@@ -3,21 +3,20 @@
 
 pub mod alarm;
 pub mod alb;
-pub mod service_map;
 pub mod traffic;
 pub mod workload;
 
 use crate::classify::Classification;
+use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
 use crate::diagnosis::{AlarmFacts, Finding};
 use crate::evidence::GatheredEvidence;
-use alb::TargetGroupSummary;
 
 /// Everything the findings step contributes to a diagnosis.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Decided {
     pub findings: Vec<Finding>,
     pub target_groups: Vec<TargetGroupSummary>,
-    pub workload: Option<workload::WorkloadSummary>,
+    pub workload: Option<WorkloadSummary>,
     /// Facts about the evidence itself (the alarm was deleted, the load balancer is gone, ...).
     pub notes: Vec<String>,
 }

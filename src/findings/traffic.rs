@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::diagnosis::{Evidence, Finding, Verdict};
+use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
 use crate::evidence::Statistics;
 use crate::evidence::model::MetricSeries;
 
@@ -131,7 +131,7 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
         ),
     };
     Finding {
-        id: "traffic.low_traffic_artifact".to_owned(),
+        id: FindingId::LowTrafficArtifact,
         hypothesis: "The breach is a low-traffic artifact: a few slow requests on a near-idle target inflate the Average".to_owned(),
         verdict,
         summary,
@@ -142,6 +142,7 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
             unit: "count".to_owned(),
             ..to_series(&stats.requests, stats.period_seconds)
         }],
+        facts: Facts::None,
     }
 }
 
@@ -206,7 +207,7 @@ pub fn outliers(spread: Spread<'_>, breach: &[DateTime<Utc>], threshold: f64) ->
         ),
     };
     Finding {
-        id: "latency.outliers".to_owned(),
+        id: FindingId::LatencyOutliers,
         hypothesis: "A few outliers drive the Average (rather than broad slowness)".to_owned(),
         verdict,
         summary,
@@ -224,6 +225,7 @@ pub fn outliers(spread: Spread<'_>, breach: &[DateTime<Utc>], threshold: f64) ->
                 ..to_series(spread.p99, spread.period_seconds)
             },
         ],
+        facts: Facts::None,
     }
 }
 

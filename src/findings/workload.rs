@@ -3,11 +3,14 @@
 //! react; did a deploy start it; is there a readiness probe; are pods pending.
 
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
 
 use super::traffic::{median, round};
 use crate::classify::{Classification, human_duration};
-use crate::diagnosis::{Evidence, Finding, Verdict};
+use crate::diagnosis::finding::{
+    CeilingFacts, HpaBounds, HpaFacts, ImbalanceFacts, PodCpu, ThrottlingFacts,
+};
+use crate::diagnosis::summary::{PodSummary, WorkloadSummary};
+use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
 use crate::evidence::workload::{PodSeries, Workload};
 use crate::series::Series;
 
@@ -24,37 +27,6 @@ const BELOW_LIMIT: f64 = 0.85;
 const AT_LIMIT: f64 = 0.95;
 /// A deploy this long before the first transition may have caused it.
 const DEPLOY_WINDOW: Duration = Duration::hours(2);
-
-/// The workload as the diagnosis reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct WorkloadSummary {
-    pub cluster: Option<String>,
-    pub namespace: String,
-    pub service: String,
-    /// How the service was found: `target_group_binding`, `tags` or `name_guess`.
-    pub mapped_by: String,
-    pub deployment: Option<String>,
-    pub replicas: Option<i32>,
-    pub last_rollout: Option<DateTime<Utc>>,
-    pub hpa: Option<String>,
-    pub pods: Vec<PodSummary>,
-    /// Where the per-pod series came from, or why there are none.
-    pub series_origin: Option<String>,
-}
-
-/// One pod as the diagnosis reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PodSummary {
-    pub name: String,
-    pub node: Option<String>,
-    pub phase: String,
-    pub ready: bool,
-    pub restarts: u32,
-    pub cpu_request: Option<f64>,
-    pub cpu_limit: Option<f64>,
-    /// 90th percentile of the pod's CPU while the alarm breached (cores).
-    pub cpu_while_breaching: Option<f64>,
-}
 
 /// Per-pod CPU at the breaching periods (the nearest sample within a step).
 struct Usage {
@@ -203,6 +175,7 @@ pub fn decide(
 
 fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usage>) -> Finding {
     let mut evidence = Vec::new();
+    let mut facts = Facts::None;
     let (verdict, summary, cause) = match (series, used) {
         (Some(_), Some(u)) if u.by_pod.len() >= 2 => {
             let spreads: Vec<(f64, f64)> = u.by_period.iter().filter_map(|v| spread(v)).collect();
@@ -248,6 +221,14 @@ fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usag
                 .iter()
                 .filter_map(|(pod, v)| Some((pod, percentile(v, 90.0)?)))
                 .max_by(|a, b| a.1.total_cmp(&b.1));
+            facts = Facts::Imbalance(ImbalanceFacts {
+                busiest: hottest.map(|(pod, cores)| PodCpu {
+                    pod: pod.clone(),
+                    cores: round(cores, 3),
+                }),
+                busiest_over_median: ratio,
+                spread: cv,
+            });
             if ratio >= HOT_RATIO && cv >= HOT_CV {
                 let (pod, cores) = hottest.map_or(("?".to_owned(), 0.0), |(p, c)| (p.clone(), c));
                 (
@@ -301,7 +282,7 @@ fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usag
         }
     };
     Finding {
-        id: "pods.imbalance".to_owned(),
+        id: FindingId::PodImbalance,
         hypothesis: "Load is imbalanced across pods (one pod hot, others idle)".to_owned(),
         verdict,
         summary,
@@ -325,6 +306,7 @@ fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usag
                     .collect()
             })
             .unwrap_or_default(),
+        facts,
     }
 }
 
@@ -334,6 +316,7 @@ fn ceiling(
     have_series: bool,
 ) -> Finding {
     let mut evidence = Vec::new();
+    let mut facts = Facts::None;
     let busy: Vec<(&str, f64, Option<f64>)> = running
         .iter()
         .filter_map(|p| Some((p.name.as_str(), plateau(&p.name)?, p.cpu_limit())))
@@ -391,6 +374,12 @@ fn ceiling(
                 "workers",
             ));
             let limit = busy.iter().find_map(|(_, _, l)| *l);
+            facts = Facts::Ceiling(CeilingFacts {
+                plateau_cores: round(hi, 3),
+                workers_per_pod: per_pod as u32,
+                busy_pods: busy.len(),
+                limit_cores: limit,
+            });
             (
                 Verdict::Supported,
                 format!(
@@ -415,7 +404,7 @@ fn ceiling(
         }
     };
     Finding {
-        id: "pods.worker_ceiling".to_owned(),
+        id: FindingId::WorkerCeiling,
         hypothesis: "A per-process (worker or thread) ceiling caps each pod below its CPU limit"
             .to_owned(),
         verdict,
@@ -423,6 +412,7 @@ fn ceiling(
         cause,
         evidence,
         series: Vec::new(),
+        facts,
     }
 }
 
@@ -498,13 +488,21 @@ fn throttling(
         )
     };
     Finding {
-        id: "pods.throttling".to_owned(),
+        id: FindingId::CpuThrottling,
         hypothesis: "CPU throttling at the limit slows the pods".to_owned(),
         verdict,
         summary,
         cause,
         evidence,
         series: Vec::new(),
+        facts: Facts::Throttling(ThrottlingFacts {
+            worst_throttled_share: worst,
+            limit_cores: running.iter().find_map(|p| p.cpu_limit()),
+            pods_at_limit: at_limit
+                .iter()
+                .map(|(pod, _, _)| (*pod).to_owned())
+                .collect(),
+        }),
     }
 }
 
@@ -513,50 +511,45 @@ fn hpa(
     used: Option<&Usage>,
     running: &[&crate::evidence::workload::PodInfo],
 ) -> Finding {
-    let mut evidence = Vec::new();
-    let finding = |verdict, summary: String, cause: Option<String>, evidence| Finding {
-        id: "hpa.cannot_react".to_owned(),
+    let mut facts = HpaFacts {
+        bounds: workload.hpa.as_ref().map(|h| HpaBounds {
+            name: h.name.clone(),
+            min_replicas: h.min_replicas.unwrap_or(1).max(0) as u32,
+            max_replicas: h.max_replicas.max(0) as u32,
+            current_replicas: h.current_replicas.map(|c| c.max(0) as u32),
+        }),
+        target_utilisation: workload
+            .hpa
+            .as_ref()
+            .and_then(|h| h.target_cpu_utilization)
+            .map(|t| t.max(0) as u32),
+        peak_utilisation: None,
+        request_cores: running
+            .iter()
+            .filter_map(|p| p.cpu_request())
+            .reduce(f64::max),
+    };
+    let mut evidence = workload.hpa.as_ref().map(hpa_evidence).unwrap_or_default();
+    let (verdict, summary, cause) = hpa_verdict(workload, used, running, &mut facts, &mut evidence);
+    Finding {
+        id: FindingId::HpaCannotReact,
         hypothesis: "The HPA cannot scale out of this".to_owned(),
         verdict,
         summary,
         cause,
         evidence,
         series: Vec::new(),
-    };
-    let Some(deployment) = &workload.deployment else {
-        return finding(
-            Verdict::Inconclusive,
-            "No Deployment found for the pods: no HPA to check.".to_owned(),
-            None,
-            evidence,
-        );
-    };
-    let Some(hpa) = &workload.hpa else {
-        return finding(
-            Verdict::Supported,
-            format!(
-                "No HPA scales deployment {}: it stays at {} replicas whatever the load.",
-                deployment.name,
-                deployment.replicas.unwrap_or(0)
-            ),
-            Some("no HPA to add pods".to_owned()),
-            evidence,
-        );
-    };
-    evidence.push(Evidence::text(
-        "HPA",
-        format!("{} ({})", hpa.name, hpa.api_version),
-    ));
-    evidence.push(Evidence::number(
-        "min replicas",
-        f64::from(hpa.min_replicas.unwrap_or(1)),
-        "",
-    ));
-    evidence.push(Evidence::number(
-        "max replicas",
-        f64::from(hpa.max_replicas),
-        "",
-    ));
+        facts: Facts::Hpa(facts),
+    }
+}
+
+/// The HPA's settings and conditions, for people.
+fn hpa_evidence(hpa: &crate::evidence::workload::HpaInfo) -> Vec<Evidence> {
+    let mut evidence = vec![
+        Evidence::text("HPA", format!("{} ({})", hpa.name, hpa.api_version)),
+        Evidence::number("min replicas", f64::from(hpa.min_replicas.unwrap_or(1)), ""),
+        Evidence::number("max replicas", f64::from(hpa.max_replicas), ""),
+    ];
     if let Some(current) = hpa.current_replicas {
         evidence.push(Evidence::number("current replicas", f64::from(current), ""));
     }
@@ -576,82 +569,112 @@ fn hpa(
             format!("{} {}", c.status, c.reason.as_deref().unwrap_or("")),
         ));
     }
+    if let Some(target) = hpa.target_cpu_utilization {
+        evidence.push(Evidence::number(
+            "target CPU utilisation",
+            f64::from(target),
+            "% of request",
+        ));
+    }
+    evidence
+}
+
+/// Utilisation as the HPA computes it (mean over pods of usage / request), at its peak.
+fn peak_utilisation(used: Option<&Usage>, requests: &[(&str, f64)]) -> Option<f64> {
+    let per_pod: Vec<(&str, &Vec<f64>)> =
+        used?.by_pod.iter().map(|(p, v)| (p.as_str(), v)).collect();
+    let periods = per_pod.iter().map(|(_, v)| v.len()).min()?;
+    (0..periods)
+        .filter_map(|i| {
+            let shares: Vec<f64> = per_pod
+                .iter()
+                .filter_map(|(pod, v)| Some(v.get(i)? / requests.iter().find(|(p, _)| p == pod)?.1))
+                .collect();
+            (!shares.is_empty()).then(|| shares.iter().sum::<f64>() / shares.len() as f64 * 100.0)
+        })
+        .reduce(f64::max)
+}
+
+type Decision = (Verdict, String, Option<String>);
+
+fn hpa_verdict(
+    workload: &Workload,
+    used: Option<&Usage>,
+    running: &[&crate::evidence::workload::PodInfo],
+    facts: &mut HpaFacts,
+    evidence: &mut Vec<Evidence>,
+) -> Decision {
+    let Some(deployment) = &workload.deployment else {
+        return (
+            Verdict::Inconclusive,
+            "No Deployment found for the pods: no HPA to check.".to_owned(),
+            None,
+        );
+    };
+    let Some(hpa) = &workload.hpa else {
+        return (
+            Verdict::Supported,
+            format!(
+                "No HPA scales deployment {}: it stays at {} replicas whatever the load.",
+                deployment.name,
+                deployment.replicas.unwrap_or(0)
+            ),
+            Some("no HPA to add pods".to_owned()),
+        );
+    };
     let Some(target) = hpa.target_cpu_utilization else {
-        return finding(
+        return (
             Verdict::Inconclusive,
             format!(
                 "The HPA scales on {} rather than CPU utilisation.",
                 hpa.other_metrics.join(", ")
             ),
             None,
-            evidence,
         );
     };
-    evidence.push(Evidence::number(
-        "target CPU utilisation",
-        f64::from(target),
-        "% of request",
-    ));
     let requests: Vec<(&str, f64)> = running
         .iter()
         .filter_map(|p| Some((p.name.as_str(), p.cpu_request()?)))
         .collect();
     if requests.is_empty() {
-        return finding(
+        return (
             Verdict::Supported,
             "The pods set no CPU request: utilisation cannot be computed and the HPA cannot act on CPU.".to_owned(),
             Some("HPA blind: no CPU request".to_owned()),
-            evidence,
         );
     }
     if hpa.current_replicas.is_some_and(|c| c >= hpa.max_replicas) {
-        return finding(
+        return (
             Verdict::Supported,
             format!("Already at its maximum of {} replicas.", hpa.max_replicas),
             Some(format!("HPA already at its maximum ({})", hpa.max_replicas)),
-            evidence,
         );
     }
-    // Utilisation as the HPA computes it: mean over pods of usage / request, at its peak.
-    let peak = used.and_then(|u| {
-        let per_pod: Vec<(&str, &Vec<f64>)> =
-            u.by_pod.iter().map(|(p, v)| (p.as_str(), v)).collect();
-        let periods = per_pod.iter().map(|(_, v)| v.len()).min()?;
-        (0..periods)
-            .filter_map(|i| {
-                let shares: Vec<f64> = per_pod
-                    .iter()
-                    .filter_map(|(pod, v)| {
-                        Some(v.get(i)? / requests.iter().find(|(p, _)| p == pod)?.1)
-                    })
-                    .collect();
-                (!shares.is_empty())
-                    .then(|| shares.iter().sum::<f64>() / shares.len() as f64 * 100.0)
-            })
-            .reduce(f64::max)
-    });
-    let (peak, from) = match (peak, hpa.current_cpu_utilization) {
+    let (peak, from) = match (
+        peak_utilisation(used, &requests),
+        hpa.current_cpu_utilization,
+    ) {
         (Some(p), _) => (p, "the per-pod series"),
         (None, Some(c)) => (
             f64::from(c),
             "the HPA's own current utilisation (no time series)",
         ),
         (None, None) => {
-            return finding(
+            return (
                 Verdict::Inconclusive,
                 "No CPU usage to compare with the target.".to_owned(),
                 None,
-                evidence,
             );
         }
     };
+    facts.peak_utilisation = Some(round(peak, 1));
     evidence.push(Evidence::number(
         "peak utilisation as the HPA computes it",
         round(peak, 1),
         "% of request",
     ));
     let request = requests.iter().map(|(_, r)| *r).fold(0.0, f64::max);
-    let (verdict, summary, cause) = if peak < f64::from(target) {
+    if peak < f64::from(target) {
         (
             Verdict::Supported,
             format!(
@@ -675,8 +698,7 @@ fn hpa(
             ),
             None,
         )
-    };
-    finding(verdict, summary, cause, evidence)
+    }
 }
 
 fn deploy(workload: &Workload, classification: &Classification) -> Finding {
@@ -723,7 +745,7 @@ fn deploy(workload: &Workload, classification: &Classification) -> Finding {
         ),
     };
     Finding {
-        id: "deploy.recent_change".to_owned(),
+        id: FindingId::RecentDeploy,
         hypothesis: "A recent deploy caused it".to_owned(),
         cause: (verdict == Verdict::Supported)
             .then(|| "a deploy just before the first transition".to_owned()),
@@ -731,6 +753,7 @@ fn deploy(workload: &Workload, classification: &Classification) -> Finding {
         summary,
         evidence,
         series: Vec::new(),
+        facts: Facts::None,
     }
 }
 
@@ -762,7 +785,7 @@ fn readiness(workload: &Workload) -> Finding {
         )
     };
     Finding {
-        id: "pods.readiness_probe_missing".to_owned(),
+        id: FindingId::ReadinessProbeMissing,
         hypothesis: "Pods behind the load balancer lack a readiness probe".to_owned(),
         verdict,
         summary,
@@ -773,6 +796,7 @@ fn readiness(workload: &Workload) -> Finding {
             .map(|c| Evidence::text("no readiness probe", c.clone()))
             .collect(),
         series: Vec::new(),
+        facts: Facts::None,
     }
 }
 
@@ -821,13 +845,14 @@ fn pending(workload: &Workload) -> Finding {
         )
     };
     Finding {
-        id: "capacity.pending_pods".to_owned(),
+        id: FindingId::PendingPods,
         hypothesis: "Pods cannot be scheduled (capacity)".to_owned(),
         cause: (verdict == Verdict::Supported).then(|| format!("{} pod(s) pending", pending.len())),
         verdict,
         summary,
         evidence,
         series: Vec::new(),
+        facts: Facts::None,
     }
 }
 

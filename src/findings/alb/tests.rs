@@ -70,7 +70,7 @@ fn alb(groups: Vec<GroupEvidence>) -> AlbEvidence {
 fn verdict(a: &AlbAnalysis, id: &str) -> Verdict {
     a.findings
         .iter()
-        .find(|f| f.id == id)
+        .find(|f| f.id.as_str() == id)
         .unwrap_or_else(|| panic!("no finding {id}"))
         .verdict
 }

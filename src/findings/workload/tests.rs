@@ -4,8 +4,8 @@ use chrono::{Duration, TimeZone};
 
 use super::*;
 use crate::classify::{AlarmTiming, ClassifierConfig, classify};
+use crate::evidence::service_map::{MappingSource, ServiceRef};
 use crate::evidence::workload::{ContainerInfo, DeploymentInfo, HpaInfo, PodInfo, PodUsage};
-use crate::findings::service_map::{MappingSource, ServiceRef};
 use crate::history::{AlarmHistory, StateChange};
 
 fn now() -> DateTime<Utc> {
@@ -137,7 +137,7 @@ fn flapping_for_five_hours() -> Classification {
 fn verdict(findings: &[Finding], id: &str) -> Verdict {
     findings
         .iter()
-        .find(|f| f.id == id)
+        .find(|f| f.id.as_str() == id)
         .unwrap_or_else(|| panic!("no {id}"))
         .verdict
 }
@@ -176,7 +176,7 @@ fn four_pods_flat_at_point_nine_cores_are_a_worker_ceiling_the_hpa_cannot_see() 
     );
     let ceiling = findings
         .iter()
-        .find(|f| f.id == "pods.worker_ceiling")
+        .find(|f| f.id == FindingId::WorkerCeiling)
         .unwrap();
     assert!(
         ceiling
@@ -209,7 +209,10 @@ fn one_hot_pod_at_its_limit_is_imbalance_and_throttling_not_a_ceiling() {
 fn without_prometheus_a_snapshot_decides_no_imbalance() {
     let w = workload(four_pods(Some(1.2)), Some(hpa(80, 4, 7)), 15);
     let (findings, _) = decide(&w, None, &[], &flapping_for_five_hours());
-    let imbalance = findings.iter().find(|f| f.id == "pods.imbalance").unwrap();
+    let imbalance = findings
+        .iter()
+        .find(|f| f.id == FindingId::PodImbalance)
+        .unwrap();
     assert_eq!(imbalance.verdict, Verdict::Inconclusive);
     assert!(imbalance.summary.contains("single metrics.k8s.io snapshot"));
     assert_eq!(
@@ -244,7 +247,7 @@ fn pods_without_requests_leave_the_hpa_blind() {
     let (findings, _) = decide(&w, Some(&s), &periods, &flapping_for_five_hours());
     let f = findings
         .iter()
-        .find(|f| f.id == "hpa.cannot_react")
+        .find(|f| f.id == FindingId::HpaCannotReact)
         .unwrap();
     assert_eq!(f.verdict, Verdict::Supported);
     assert!(f.summary.contains("no CPU request"));
@@ -257,7 +260,7 @@ fn an_hpa_at_its_maximum_cannot_add_pods() {
     let (findings, _) = decide(&w, Some(&s), &periods, &flapping_for_five_hours());
     let f = findings
         .iter()
-        .find(|f| f.id == "hpa.cannot_react")
+        .find(|f| f.id == FindingId::HpaCannotReact)
         .unwrap();
     assert!(f.summary.contains("maximum"), "{}", f.summary);
 }
@@ -267,7 +270,10 @@ fn missing_series_for_some_pods_are_named_not_guessed() {
     let (s, periods) = series(&[("a", 0.9), ("b", 0.9)], 0.0);
     let w = workload(four_pods(Some(1.2)), Some(hpa(80, 4, 7)), 15);
     let (findings, _) = decide(&w, Some(&s), &periods, &flapping_for_five_hours());
-    let imbalance = findings.iter().find(|f| f.id == "pods.imbalance").unwrap();
+    let imbalance = findings
+        .iter()
+        .find(|f| f.id == FindingId::PodImbalance)
+        .unwrap();
     assert!(
         imbalance
             .evidence
@@ -295,7 +301,7 @@ fn a_pending_pod_with_its_scheduling_message_is_a_capacity_problem() {
     let (findings, _) = decide(&w, None, &[], &flapping_for_five_hours());
     let f = findings
         .iter()
-        .find(|f| f.id == "capacity.pending_pods")
+        .find(|f| f.id == FindingId::PendingPods)
         .unwrap();
     assert_eq!(f.verdict, Verdict::Supported);
     assert!(

@@ -2,6 +2,9 @@
 //! chat) is rendered from. Versioned by [`SCHEMA`]; the JSON Schema lives in
 //! `schema/diagnosis-v1.schema.json` and every diagnosis we produce is tested against it.
 
+pub mod finding;
+pub mod summary;
+
 use std::fmt;
 
 use chrono::{DateTime, Utc};
@@ -10,7 +13,9 @@ use sha2::{Digest, Sha256};
 
 use crate::alarm::{AlarmKind, AlarmNotification, AlarmState, Dimension};
 use crate::classify::Classification;
-use crate::series::Series;
+
+pub use crate::evidence::model::{EvidenceGap, SourceTiming, Timings};
+pub use finding::{Evidence, Facts, Finding, FindingId};
 
 /// The schema identifier written into every diagnosis.
 pub const SCHEMA: &str = "alarm-triage/diagnosis/v1";
@@ -165,77 +170,6 @@ impl AlarmFacts {
     }
 }
 
-/// One number (or fact) behind a finding.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Evidence {
-    pub name: String,
-    pub value: serde_json::Value,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unit: Option<String>,
-}
-
-impl Evidence {
-    /// A measured number; whole numbers are written without a fraction.
-    pub fn number(name: &str, value: f64, unit: &str) -> Self {
-        let whole = value.fract() == 0.0 && value.abs() < 9.0e15;
-        let value = if whole {
-            serde_json::Value::from(value as i64)
-        } else {
-            serde_json::Number::from_f64(value).map_or(serde_json::Value::Null, Into::into)
-        };
-        Evidence {
-            name: name.to_owned(),
-            value,
-            unit: (!unit.is_empty()).then(|| unit.to_owned()),
-        }
-    }
-
-    pub fn text(name: &str, value: impl Into<String>) -> Self {
-        Evidence {
-            name: name.to_owned(),
-            value: serde_json::Value::String(value.into()),
-            unit: None,
-        }
-    }
-
-    /// The value as a person reads it.
-    pub fn display_value(&self) -> String {
-        let value = match &self.value {
-            serde_json::Value::String(s) => s.clone(),
-            serde_json::Value::Null => "n/a".to_owned(),
-            other => other.to_string(),
-        };
-        match &self.unit {
-            Some(unit) => format!("{value} {unit}"),
-            None => value,
-        }
-    }
-}
-
-/// One hypothesis of the playbook and what the evidence says of it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Finding {
-    /// Stable machine name (`alarm.flapping`, `alb.shared_problem`).
-    pub id: String,
-    pub hypothesis: String,
-    pub verdict: Verdict,
-    /// One sentence with the deciding numbers.
-    pub summary: String,
-    /// A short clause for the verdict line, when this finding explains the alarm.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cause: Option<String>,
-    pub evidence: Vec<Evidence>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub series: Vec<Series>,
-}
-
-/// A source of evidence that could not be read, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EvidenceGap {
-    pub source: String,
-    pub reason: String,
-}
-
 /// A read-only command that confirms or explores a next step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Command {
@@ -264,21 +198,6 @@ pub struct Link {
     pub url: String,
 }
 
-/// How long gathering took, per source.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct Timings {
-    pub total_ms: u64,
-    pub sources: Vec<SourceTiming>,
-}
-
-/// One source's wall time and outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct SourceTiming {
-    pub source: String,
-    pub ms: u64,
-    pub outcome: String,
-}
-
 /// Everything the bot concluded about one alarm transition.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Diagnosis {
@@ -298,10 +217,10 @@ pub struct Diagnosis {
     pub timings: Timings,
     /// The load balancer's target groups, when the alarm watches a load balancer.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub target_groups: Vec<crate::findings::alb::TargetGroupSummary>,
+    pub target_groups: Vec<summary::TargetGroupSummary>,
     /// The Kubernetes workload behind the culprit target group, when the cluster could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workload: Option<crate::findings::workload::WorkloadSummary>,
+    pub workload: Option<summary::WorkloadSummary>,
     /// Remarks about the report itself (for example that it was shortened to fit a message).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

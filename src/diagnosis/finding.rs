@@ -1,0 +1,282 @@
+//! A finding: one hypothesis of the playbook, what the evidence says of it,
+//! and the typed facts later stages read (so that no stage parses numbers
+//! back out of text written for people).
+
+use std::fmt;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use super::Verdict;
+use crate::series::Series;
+
+/// Which hypothesis a finding decides. Serialised as the stable dotted ids of
+/// schema v1 (`pods.worker_ceiling`); an id this version does not know (from
+/// a newer producer) is kept as [`FindingId::Unrecognised`] rather than refused.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum FindingId {
+    AlarmFlapping,
+    LowTrafficArtifact,
+    LatencyOutliers,
+    SharedLoadBalancerProblem,
+    UnhealthyTargets,
+    LeastOutstandingRequests,
+    PodImbalance,
+    WorkerCeiling,
+    CpuThrottling,
+    HpaCannotReact,
+    RecentDeploy,
+    ReadinessProbeMissing,
+    PendingPods,
+    Unrecognised(String),
+}
+
+impl FindingId {
+    /// Every id this version produces, in no particular order.
+    pub const KNOWN: [FindingId; 13] = [
+        FindingId::AlarmFlapping,
+        FindingId::LowTrafficArtifact,
+        FindingId::LatencyOutliers,
+        FindingId::SharedLoadBalancerProblem,
+        FindingId::UnhealthyTargets,
+        FindingId::LeastOutstandingRequests,
+        FindingId::PodImbalance,
+        FindingId::WorkerCeiling,
+        FindingId::CpuThrottling,
+        FindingId::HpaCannotReact,
+        FindingId::RecentDeploy,
+        FindingId::ReadinessProbeMissing,
+        FindingId::PendingPods,
+    ];
+
+    pub fn as_str(&self) -> &str {
+        match self {
+            FindingId::AlarmFlapping => "alarm.flapping",
+            FindingId::LowTrafficArtifact => "traffic.low_traffic_artifact",
+            FindingId::LatencyOutliers => "latency.outliers",
+            FindingId::SharedLoadBalancerProblem => "alb.shared_problem",
+            FindingId::UnhealthyTargets => "targets.unhealthy",
+            FindingId::LeastOutstandingRequests => "alb.least_outstanding_requests",
+            FindingId::PodImbalance => "pods.imbalance",
+            FindingId::WorkerCeiling => "pods.worker_ceiling",
+            FindingId::CpuThrottling => "pods.throttling",
+            FindingId::HpaCannotReact => "hpa.cannot_react",
+            FindingId::RecentDeploy => "deploy.recent_change",
+            FindingId::ReadinessProbeMissing => "pods.readiness_probe_missing",
+            FindingId::PendingPods => "capacity.pending_pods",
+            FindingId::Unrecognised(id) => id,
+        }
+    }
+
+    /// The id for a published name; unknown names are kept as they are.
+    pub fn parse(text: &str) -> Self {
+        FindingId::KNOWN
+            .into_iter()
+            .find(|id| id.as_str() == text)
+            .unwrap_or_else(|| FindingId::Unrecognised(text.to_owned()))
+    }
+}
+
+impl fmt::Display for FindingId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for FindingId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FindingId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        Ok(FindingId::parse(&text))
+    }
+}
+
+/// One pod's CPU, in cores.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodCpu {
+    pub pod: String,
+    pub cores: f64,
+}
+
+/// What the imbalance finding measured across pods while the alarm breached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ImbalanceFacts {
+    /// The busiest pod at its p90 while breaching.
+    pub busiest: Option<PodCpu>,
+    /// Busiest pod over the median pod (median over the breaching periods).
+    pub busiest_over_median: f64,
+    /// Coefficient of variation across pods (median over the breaching periods).
+    pub spread: f64,
+}
+
+/// The per-process ceiling the worker-ceiling finding saw.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CeilingFacts {
+    /// The highest busy pod's plateau (p90 while breaching), in cores.
+    pub plateau_cores: f64,
+    /// Whole cores per pod at the plateau: one CPU-bound worker each.
+    pub workers_per_pod: u32,
+    /// Pods at the plateau.
+    pub busy_pods: usize,
+    /// The pods' CPU limit, when one is set.
+    pub limit_cores: Option<f64>,
+}
+
+/// How hard the pods were throttled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThrottlingFacts {
+    /// The worst pod's median share of throttled CFS periods while breaching (0..1).
+    pub worst_throttled_share: f64,
+    /// Pods whose usage reached their CPU limit.
+    pub pods_at_limit: Vec<String>,
+    pub limit_cores: Option<f64>,
+}
+
+/// The HPA's bounds as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HpaBounds {
+    pub name: String,
+    pub min_replicas: u32,
+    pub max_replicas: u32,
+    pub current_replicas: Option<u32>,
+}
+
+impl HpaBounds {
+    pub fn at_max(&self) -> bool {
+        self.current_replicas
+            .is_some_and(|current| current >= self.max_replicas)
+    }
+}
+
+/// What decides whether the HPA can react.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HpaFacts {
+    /// `None`: no HPA scales the Deployment.
+    pub bounds: Option<HpaBounds>,
+    /// Target CPU utilisation, percent of request; `None` when it scales on other metrics.
+    pub target_utilisation: Option<u32>,
+    /// The highest utilisation the HPA computes (mean over pods of usage / request), percent.
+    pub peak_utilisation: Option<f64>,
+    /// The pods' CPU request, in cores; `None` when the pods set none.
+    pub request_cores: Option<f64>,
+}
+
+/// Typed facts of a finding, per kind.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Facts {
+    #[default]
+    None,
+    Imbalance(ImbalanceFacts),
+    Ceiling(CeilingFacts),
+    Throttling(ThrottlingFacts),
+    Hpa(HpaFacts),
+}
+
+/// One number (or fact) behind a finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Evidence {
+    pub name: String,
+    pub value: serde_json::Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+impl Evidence {
+    /// A measured number; whole numbers are written without a fraction.
+    pub fn number(name: &str, value: f64, unit: &str) -> Self {
+        let whole = value.fract() == 0.0 && value.abs() < 9.0e15;
+        let value = if whole {
+            serde_json::Value::from(value as i64)
+        } else {
+            serde_json::Number::from_f64(value).map_or(serde_json::Value::Null, Into::into)
+        };
+        Evidence {
+            name: name.to_owned(),
+            value,
+            unit: (!unit.is_empty()).then(|| unit.to_owned()),
+        }
+    }
+
+    pub fn text(name: &str, value: impl Into<String>) -> Self {
+        Evidence {
+            name: name.to_owned(),
+            value: serde_json::Value::String(value.into()),
+            unit: None,
+        }
+    }
+
+    /// The value as a person reads it.
+    pub fn display_value(&self) -> String {
+        let value = match &self.value {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => "n/a".to_owned(),
+            other => other.to_string(),
+        };
+        match &self.unit {
+            Some(unit) => format!("{value} {unit}"),
+            None => value,
+        }
+    }
+}
+
+/// One hypothesis of the playbook and what the evidence says of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    /// Stable machine name (`alarm.flapping`, `alb.shared_problem`).
+    pub id: FindingId,
+    pub hypothesis: String,
+    pub verdict: Verdict,
+    /// One sentence with the deciding numbers.
+    pub summary: String,
+    /// A short clause for the verdict line, when this finding explains the alarm.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cause: Option<String>,
+    pub evidence: Vec<Evidence>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<Series>,
+    /// The numbers later stages (next steps, severity) read, typed; not
+    /// published (the evidence lines carry them for people).
+    #[serde(skip)]
+    pub facts: Facts,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_known_id_reads_back_as_itself() {
+        for id in FindingId::KNOWN {
+            let json = serde_json::to_string(&id).unwrap();
+            assert_eq!(serde_json::from_str::<FindingId>(&json).unwrap(), id);
+            assert!(!matches!(
+                FindingId::parse(id.as_str()),
+                FindingId::Unrecognised(_)
+            ));
+        }
+    }
+
+    #[test]
+    fn an_id_from_a_newer_producer_is_kept_not_refused() {
+        let id: FindingId = serde_json::from_str("\"targets.draining\"").unwrap();
+        assert_eq!(id, FindingId::Unrecognised("targets.draining".to_owned()));
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"targets.draining\"");
+    }
+
+    #[test]
+    fn an_hpa_is_at_max_only_when_its_current_count_says_so() {
+        let bounds = |current| HpaBounds {
+            name: "web".to_owned(),
+            min_replicas: 2,
+            max_replicas: 6,
+            current_replicas: current,
+        };
+        assert!(bounds(Some(6)).at_max());
+        assert!(!bounds(Some(5)).at_max());
+        assert!(!bounds(None).at_max());
+    }
+}

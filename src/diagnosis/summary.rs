@@ -1,0 +1,88 @@
+//! What the diagnosis reports about the load balancer's target groups and the
+//! workload behind the culprit: owned here so that every layer above the
+//! findings (renderings, next steps, notify) reads them without reaching into
+//! the findings.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::evidence::service_map::ServiceRef;
+
+/// A target that is not healthy.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnhealthyTarget {
+    pub id: String,
+    pub state: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+}
+
+/// One target group as the diagnosis reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetGroupSummary {
+    pub name: String,
+    pub arn: String,
+    pub target_type: String,
+    pub port: Option<i32>,
+    pub protocol: Option<String>,
+    /// `load_balancing.algorithm.type`.
+    pub algorithm: Option<String>,
+    pub kubernetes_service: Option<ServiceRef>,
+    /// Named as (one of) the group(s) behind the alarm.
+    pub culprit: bool,
+    /// The alarm's statistic for this group, averaged over the breaching periods.
+    pub statistic_while_breaching: Option<f64>,
+    pub p99_peak: Option<f64>,
+    pub requests_per_minute_while_breaching: Option<f64>,
+    /// This group's share of the breach (request-weighted for an Average), 0..1.
+    pub share_of_breach: Option<f64>,
+    pub http_5xx_in_window: Option<f64>,
+    pub unhealthy_hosts_peak: Option<f64>,
+    pub targets_healthy: Option<u32>,
+    pub targets_not_healthy: Option<u32>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unhealthy_targets: Vec<UnhealthyTarget>,
+}
+
+impl TargetGroupSummary {
+    /// `name (namespace/service)`.
+    pub fn label(&self) -> String {
+        match &self.kubernetes_service {
+            Some(service) => format!("{} ({})", self.name, service.display()),
+            None => self.name.clone(),
+        }
+    }
+}
+
+/// The workload as the diagnosis reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkloadSummary {
+    pub cluster: Option<String>,
+    pub namespace: String,
+    pub service: String,
+    /// How the service was found: `target_group_binding`, `tags` or `name_guess`.
+    pub mapped_by: String,
+    pub deployment: Option<String>,
+    pub replicas: Option<i32>,
+    pub last_rollout: Option<DateTime<Utc>>,
+    pub hpa: Option<String>,
+    pub pods: Vec<PodSummary>,
+    /// Where the per-pod series came from, or why there are none.
+    pub series_origin: Option<String>,
+}
+
+/// One pod as the diagnosis reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PodSummary {
+    pub name: String,
+    pub node: Option<String>,
+    pub phase: String,
+    pub ready: bool,
+    pub restarts: u32,
+    pub cpu_request: Option<f64>,
+    pub cpu_limit: Option<f64>,
+    /// 90th percentile of the pod's CPU while the alarm breached (cores).
+    pub cpu_while_breaching: Option<f64>,
+}

@@ -1,0 +1,472 @@
+//! One function per proposal: each reads the typed findings in a [`Context`]
+//! and returns a proposal, or nothing when the findings do not call for it.
+
+use chrono::Duration;
+
+use super::Context;
+use super::commands::{
+    alarm_history, aws, iso, kubectl, pod_cpu, promql, region_flag, shell_quote,
+};
+use crate::classify::Behaviour;
+use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
+use crate::diagnosis::{Facts, FindingId, NextStep};
+use crate::evidence::model::load_balancer_name;
+
+/// The workload's namespace and the name of its Deployment (the Service's when unknown).
+fn workload_names(w: &WorkloadSummary) -> (&str, &str) {
+    (
+        &w.namespace,
+        w.deployment.as_deref().unwrap_or(w.service.as_str()),
+    )
+}
+
+fn summary_of(context: &Context<'_>, id: FindingId) -> String {
+    context
+        .supported(id)
+        .map(|f| f.summary.clone())
+        .unwrap_or_default()
+}
+
+/// Out of ALARM: whether to close the investigation.
+pub fn after_recovery(context: &Context<'_>) -> NextStep {
+    let (proposal, rationale) = if context.classification.behaviour == Behaviour::Flapping {
+        (
+            "Treat this recovery as a pause, not a fix: keep the investigation open",
+            "The alarm is flapping; it has recovered before and came back each time.",
+        )
+    } else {
+        (
+            "Confirm that the recovery holds and note the episode in the on-call log",
+            "A single episode that cleared by itself needs no action unless it repeats.",
+        )
+    };
+    NextStep {
+        proposal: proposal.to_owned(),
+        rationale: rationale.to_owned(),
+        trade_offs: None,
+        commands: vec![alarm_history(context.alarm, context.now)],
+    }
+}
+
+/// When nothing more specific applies.
+pub fn read_the_history(context: &Context<'_>) -> NextStep {
+    NextStep {
+        proposal: "Read the alarm's recent history and the metric around the transition".to_owned(),
+        rationale: "No specialised enrichment exists yet for this kind of alarm; the history tells whether this is new.".to_owned(),
+        trade_offs: None,
+        commands: vec![alarm_history(context.alarm, context.now)],
+    }
+}
+
+/// A flapping alarm: the cycles began before the latest change, or not.
+pub fn date_the_flapping(context: &Context<'_>) -> Option<NextStep> {
+    let classification = context.classification;
+    (classification.behaviour == Behaviour::Flapping).then(|| NextStep {
+        proposal: "Date the start of the flapping before suspecting the latest change".to_owned(),
+        rationale: format!(
+            "Flapping episodes are often blamed on the most recent deploy; the history shows when the cycles began{}.",
+            classification
+                .figures
+                .episode_started_at
+                .map(|t| format!(" (here: {})", t.format("%Y-%m-%d %H:%M UTC")))
+                .unwrap_or_default()
+        ),
+        trade_offs: None,
+        commands: vec![alarm_history(context.alarm, context.now)],
+    })
+}
+
+/// One culprit target group: its targets, its Service and its pods' CPU.
+pub fn investigate_target_group(context: &Context<'_>, group: &TargetGroupSummary) -> NextStep {
+    let alarm = context.alarm;
+    let mut commands = vec![aws(format!(
+        "aws elbv2 describe-target-health --target-group-arn {} --output table{}",
+        shell_quote(&group.arn),
+        region_flag(alarm)
+    ))];
+    if let Some(service) = &group.kubernetes_service {
+        let ns = shell_quote(&service.namespace);
+        let name = shell_quote(&service.name);
+        commands.push(kubectl(format!("kubectl -n {ns} describe service {name}")));
+        commands.push(kubectl(format!(
+            "kubectl -n {ns} get endpoints {name} -o wide"
+        )));
+        commands.push(promql(format!(
+            "sum by (pod) (rate(container_cpu_usage_seconds_total{{namespace=\"{}\", container!=\"\"}}[2m]))",
+            service.namespace
+        )));
+    }
+    NextStep {
+        proposal: format!(
+            "Investigate {}, the target group behind the alarm",
+            group.label()
+        ),
+        rationale: format!(
+            "It accounts for {} of the breach{}.",
+            group
+                .share_of_breach
+                .map_or("most".to_owned(), |s| format!("{:.0} %", s * 100.0)),
+            group
+                .statistic_while_breaching
+                .map(|v| format!(
+                    " with {} {v} while breaching (threshold {})",
+                    alarm.statistic.as_deref().unwrap_or("value"),
+                    alarm.threshold.unwrap_or_default()
+                ))
+                .unwrap_or_default()
+        ),
+        trade_offs: None,
+        commands,
+    }
+}
+
+/// CPU the proposed workers need at peak, and a limit (in millicores, rounded
+/// up to a quarter core) that leaves them room.
+pub fn cores_for_workers(plateau_cores: f64, workers_per_pod: u32, proposed: u32) -> (f64, u32) {
+    let per_worker = plateau_cores / f64::from(workers_per_pod.max(1));
+    let needed = per_worker * f64::from(proposed);
+    let limit_millicores = ((needed * 1000.0 / 250.0).ceil() * 250.0).max(250.0) as u32;
+    (needed, limit_millicores)
+}
+
+/// Each pod capped by its worker count: double the workers, size the limit to match.
+pub fn more_workers_per_pod(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::WorkerCeiling)?;
+    let Facts::Ceiling(ceiling) = context.facts(FindingId::WorkerCeiling) else {
+        return None;
+    };
+    let (namespace, deployment) = workload_names(context.workload?);
+    let workers = ceiling.workers_per_pod.max(1);
+    let proposed = workers * 2;
+    let (needed, limit_millicores) = cores_for_workers(ceiling.plateau_cores, workers, proposed);
+    let plural = |n: u32, one: &str, many: &str| {
+        if n == 1 {
+            one.to_owned()
+        } else {
+            format!("{n} {many}")
+        }
+    };
+    let sizing = match ceiling.limit_cores {
+        Some(limit) if limit >= needed => {
+            format!("the current {limit}-core limit already covers that: raise the request with it")
+        }
+        _ => format!("set the limit to at least {limit_millicores}m and the request accordingly"),
+    };
+    Some(NextStep {
+        proposal: format!(
+            "Run more workers per pod in {deployment} (e.g. {proposed} instead of {workers}) and size the CPU limit to match"
+        ),
+        rationale: format!(
+            "Each pod tops out at {:.2} cores{}: {} serve{} {} at a time and the rest queue. More workers per pod raise the fleet's concurrency without more pods.",
+            ceiling.plateau_cores,
+            ceiling
+                .limit_cores
+                .map(|l| format!(" of its {l}-core limit"))
+                .unwrap_or_default(),
+            plural(workers, "one CPU-bound worker", "CPU-bound workers"),
+            if workers == 1 { "s" } else { "" },
+            plural(workers, "one heavy request", "heavy requests"),
+        ),
+        trade_offs: Some(format!(
+            "{proposed} workers need about {needed:.1} cores at peak ({:.2} per worker): {sizing}, and expect more memory per pod; more pods (HPA) is the other lever.",
+            ceiling.plateau_cores / f64::from(workers)
+        )),
+        commands: vec![
+            kubectl(format!(
+                "kubectl -n {} get deployment {} -o jsonpath='{{.spec.template.spec.containers[*].args}}'",
+                shell_quote(namespace),
+                shell_quote(deployment)
+            )),
+            pod_cpu(namespace, deployment),
+        ],
+    })
+}
+
+/// A CPU target the pods can reach: three quarters of the peak, in steps of 5 %.
+pub fn reachable_target(peak_utilisation: f64) -> u32 {
+    (((peak_utilisation * 0.75) / 5.0).floor() * 5.0).max(5.0) as u32
+}
+
+/// The HPA cannot react: what would let it (or say there is none).
+pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.supported(FindingId::HpaCannotReact)?;
+    let Facts::Hpa(facts) = &finding.facts else {
+        return None;
+    };
+    let (namespace, deployment) = workload_names(context.workload?);
+    let ns = shell_quote(namespace);
+    let imbalanced = context.supported(FindingId::PodImbalance).is_some();
+    let Some(bounds) = &facts.bounds else {
+        return Some(NextStep {
+            proposal: format!("Consider an HPA for {deployment}"),
+            rationale: finding.summary.clone(),
+            trade_offs: Some("An HPA adds pods only as fast as nodes and start-up allow; set CPU requests first so it can compute utilisation.".to_owned()),
+            commands: vec![kubectl(format!("kubectl -n {ns} get hpa"))],
+        });
+    };
+    let proposal = if bounds.at_max() {
+        format!(
+            "Raise the HPA's maxReplicas (at its maximum of {}) if the nodes have room, or add capacity",
+            bounds.max_replicas
+        )
+    } else if imbalanced {
+        "Do not count on the HPA here: the mean it scales on hides the one hot pod; fix that pod first".to_owned()
+    } else if facts.request_cores.is_none() {
+        format!("Set CPU requests on {deployment}'s containers so the HPA can compute utilisation")
+    } else if let Some(peak) = facts.peak_utilisation {
+        format!(
+            "Lower the HPA's CPU target to about {} % so that the {peak:.0} % the pods can reach triggers scaling",
+            reachable_target(peak)
+        )
+    } else {
+        "Make the HPA able to see the load (CPU requests set, a target the pods can reach)"
+            .to_owned()
+    };
+    let hpa = shell_quote(&bounds.name);
+    Some(NextStep {
+        proposal,
+        rationale: finding.summary.clone(),
+        trade_offs: Some("A lower target keeps more pods running at rest (cost); raise maxReplicas with it so scaling has room; autoscaling/v2 can also scale on request rate per target.".to_owned()),
+        commands: vec![
+            kubectl(format!("kubectl -n {ns} describe hpa {hpa}")),
+            kubectl(format!("kubectl -n {ns} get hpa {hpa} -o yaml")),
+        ],
+    })
+}
+
+/// One pod far busier than its peers: look at it before restarting it.
+pub fn look_at_the_hot_pod(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.supported(FindingId::PodImbalance)?;
+    let Facts::Imbalance(facts) = &finding.facts else {
+        return None;
+    };
+    let hot = &facts.busiest.as_ref()?.pod;
+    let (namespace, deployment) = workload_names(context.workload?);
+    let ns = shell_quote(namespace);
+    Some(NextStep {
+        proposal: format!("Find out why {hot} is hot while the other pods idle"),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("Restarting the pod may clear it but destroys the evidence: look first (logs, stuck work, a hot key or long-lived connections).".to_owned()),
+        commands: vec![
+            kubectl(format!("kubectl -n {ns} describe pod {}", shell_quote(hot))),
+            kubectl(format!("kubectl -n {ns} logs {} --since=1h --tail=200", shell_quote(hot))),
+            pod_cpu(namespace, deployment),
+        ],
+    })
+}
+
+/// Throttled at the limit: more headroom.
+pub fn more_cpu_headroom(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::CpuThrottling)?;
+    let (namespace, deployment) = workload_names(context.workload?);
+    Some(NextStep {
+        proposal: format!("Give {deployment} more CPU headroom (raise or remove the CPU limit)"),
+        rationale: summary_of(context, FindingId::CpuThrottling),
+        trade_offs: Some("A higher limit lets a busy pod take node CPU from its neighbours; keep requests honest so the scheduler places pods well.".to_owned()),
+        commands: vec![promql(format!(
+            "sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{{namespace=\"{namespace}\"}}[5m])) / sum by (pod) (rate(container_cpu_cfs_periods_total{{namespace=\"{namespace}\"}}[5m]))"
+        ))],
+    })
+}
+
+pub fn add_a_readiness_probe(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::ReadinessProbeMissing)?;
+    let (namespace, deployment) = workload_names(context.workload?);
+    Some(NextStep {
+        proposal: format!("Add a readiness probe to {deployment} on a cheap endpoint, with generous timeouts"),
+        rationale: "Without one, a pod gets traffic the moment it starts, before it is ready.".to_owned(),
+        trade_offs: Some("On a CPU-bound app a strict probe fails under load and removes pods exactly when they are needed: probe something that does not queue behind the heavy work, with a timeout of several seconds and failureThreshold above 1.".to_owned()),
+        commands: vec![kubectl(format!(
+            "kubectl -n {} get deployment {} -o jsonpath='{{.spec.template.spec.containers[*].readinessProbe}}'",
+            shell_quote(namespace),
+            shell_quote(deployment)
+        ))],
+    })
+}
+
+pub fn compare_the_rollout(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::RecentDeploy)?;
+    let (namespace, deployment) = workload_names(context.workload?);
+    Some(NextStep {
+        proposal: format!("Compare the latest rollout of {deployment} with the previous revision"),
+        rationale: summary_of(context, FindingId::RecentDeploy),
+        trade_offs: Some("Rolling back is a decision for people: confirm the change correlates before undoing it.".to_owned()),
+        commands: vec![kubectl(format!(
+            "kubectl -n {} rollout history deployment {}",
+            shell_quote(namespace),
+            shell_quote(deployment)
+        ))],
+    })
+}
+
+pub fn find_why_pods_are_pending(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::PendingPods)?;
+    let (namespace, _) = workload_names(context.workload?);
+    Some(NextStep {
+        proposal: "Find out why pods are pending (node capacity, node group or Karpenter limits)"
+            .to_owned(),
+        rationale: summary_of(context, FindingId::PendingPods),
+        trade_offs: None,
+        commands: vec![
+            kubectl(format!(
+                "kubectl -n {} get pods --field-selector=status.phase=Pending -o wide",
+                shell_quote(namespace)
+            )),
+            kubectl("kubectl describe nodes | grep -A5 'Allocated resources'".to_owned()),
+        ],
+    })
+}
+
+/// CPU-bound pods packed on few nodes compete for them.
+pub fn spread_pods_across_nodes(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::WorkerCeiling)?;
+    let w = context.workload?;
+    let (namespace, deployment) = workload_names(w);
+    let nodes: std::collections::BTreeSet<&str> =
+        w.pods.iter().filter_map(|p| p.node.as_deref()).collect();
+    (w.pods.len() >= 3 && nodes.len() < w.pods.len()).then(|| NextStep {
+        proposal: format!("Spread {deployment}'s pods across nodes (soft topology spread)"),
+        rationale: format!(
+            "{} pods share {} nodes: CPU-bound pods on one node compete for it.",
+            w.pods.len(),
+            nodes.len()
+        ),
+        trade_offs: Some(
+            "Use whenUnsatisfiable: ScheduleAnyway so a full node never blocks scheduling."
+                .to_owned(),
+        ),
+        commands: vec![kubectl(format!(
+            "kubectl -n {} get pods -o wide",
+            shell_quote(namespace)
+        ))],
+    })
+}
+
+pub fn treat_as_low_traffic_artifact(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::LowTrafficArtifact)?;
+    Some(NextStep {
+        proposal: "Treat this breach as a low-traffic artifact; make the alarm require real traffic".to_owned(),
+        rationale: "A handful of slow requests moved the Average of a near-idle target; nothing suggests users at large were affected.".to_owned(),
+        trade_offs: Some("A metric-math alarm such as IF(requests > 60, latency, 0), or p99 with M of N datapoints, stops these pages but also hides slowness at night; check the slow requests first.".to_owned()),
+        commands: vec![aws(format!(
+            "aws cloudwatch describe-alarms --alarm-names {} --query 'MetricAlarms[0].[Statistic,Threshold,EvaluationPeriods,DatapointsToAlarm,TreatMissingData]' --output table{}",
+            shell_quote(&context.alarm.name),
+            region_flag(context.alarm)
+        ))],
+    })
+}
+
+pub fn find_why_targets_are_unhealthy(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::UnhealthyTargets)?;
+    let region = region_flag(context.alarm);
+    let commands = context
+        .target_groups
+        .iter()
+        .filter(|g| !g.unhealthy_targets.is_empty())
+        .map(|g| {
+            aws(format!(
+                "aws elbv2 describe-target-health --target-group-arn {} --query 'TargetHealthDescriptions[?TargetHealth.State!=`healthy`]' --output table{region}",
+                shell_quote(&g.arn)
+            ))
+        })
+        .collect();
+    Some(NextStep {
+        proposal: "Find out why targets fail their health checks".to_owned(),
+        rationale: "Unhealthy targets shrink the capacity serving traffic; the reason (Target.Timeout, Target.ResponseCodeMismatch) says where to look.".to_owned(),
+        trade_offs: None,
+        commands,
+    })
+}
+
+pub fn consider_least_outstanding_requests(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::LeastOutstandingRequests)?;
+    let group = context.culprits().next()?;
+    Some(NextStep {
+        proposal: format!("Consider least outstanding requests routing for {}", group.name),
+        rationale: "In ip mode the ALB picks the pod; least outstanding requests sends new requests to pods with the fewest in flight, away from a slow one.".to_owned(),
+        trade_offs: Some("It adds no capacity and does not fix the slow pod; with few targets a pod that just became healthy can receive a burst.".to_owned()),
+        commands: vec![aws(format!(
+            "aws elbv2 describe-target-group-attributes --target-group-arn {} --query \"Attributes[?Key=='load_balancing.algorithm.type']\" --output table{}",
+            shell_quote(&group.arn),
+            region_flag(context.alarm)
+        ))],
+    })
+}
+
+pub fn look_at_what_groups_share(context: &Context<'_>) -> Option<NextStep> {
+    context.supported(FindingId::SharedLoadBalancerProblem)?;
+    Some(NextStep {
+        proposal: "Look at what the slow target groups share: the load balancer, the ingress, or a common dependency".to_owned(),
+        rationale: "Most groups breach at once, which one service cannot explain.".to_owned(),
+        trade_offs: None,
+        commands: context
+            .alarm
+            .dimension("LoadBalancer")
+            .and_then(load_balancer_name)
+            .map(|lb| aws(format!(
+                "aws elbv2 describe-load-balancers --names {} --query 'LoadBalancers[0].[State.Code,Type,Scheme]' --output table{}",
+                shell_quote(lb),
+                region_flag(context.alarm)
+            )))
+            .into_iter()
+            .collect(),
+    })
+}
+
+fn is_alb(context: &Context<'_>) -> bool {
+    context.alarm.namespace.as_deref() == Some("AWS/ApplicationELB")
+}
+
+/// A load-balancer-wide alarm the bot could not break down: how to do it by hand.
+pub fn break_down_per_target_group(context: &Context<'_>) -> Option<NextStep> {
+    let alarm = context.alarm;
+    let lb = alarm.dimension("LoadBalancer")?;
+    if !is_alb(context)
+        || !context.target_groups.is_empty()
+        || alarm.dimension("TargetGroup").is_some()
+    {
+        return None;
+    }
+    let region = region_flag(alarm);
+    let metric = alarm.metric_name.as_deref().unwrap_or("TargetResponseTime");
+    let mut commands = Vec::new();
+    if let Some(lb_name) = load_balancer_name(lb) {
+        commands.push(aws(format!(
+            "aws elbv2 describe-target-groups --load-balancer-arn \"$(aws elbv2 describe-load-balancers --names {} --query 'LoadBalancers[0].LoadBalancerArn' --output text{region})\" --query 'TargetGroups[].[TargetGroupName,TargetType,Protocol,Port]' --output table{region}",
+            shell_quote(lb_name)
+        )));
+    }
+    let search = format!(
+        "SEARCH('{{AWS/ApplicationELB,LoadBalancer,TargetGroup}} MetricName=\"{metric}\" LoadBalancer=\"{lb}\"', '{}', {})",
+        alarm.statistic.as_deref().unwrap_or("Average"),
+        alarm.period_seconds.unwrap_or(60)
+    );
+    let queries =
+        serde_json::json!([{ "Id": "per_target_group", "Expression": search }]).to_string();
+    commands.push(aws(format!(
+        "aws cloudwatch get-metric-data --metric-data-queries {} --start-time {} --end-time {} --query 'MetricDataResults[].[Label,max(Values)]' --output table{region}",
+        shell_quote(&queries),
+        iso(crate::instants::earlier(context.now, Duration::hours(3))),
+        iso(context.now),
+    )));
+    Some(NextStep {
+        proposal: "Break the metric down per target group to find the service behind the alarm".to_owned(),
+        rationale: "The alarm watches the whole load balancer; one slow target group with the others normal clears the shared ALB and ingress and names the service.".to_owned(),
+        trade_offs: None,
+        commands,
+    })
+}
+
+/// An ALB-wide Average latency alarm: per-group p99 says more, once the cause is fixed.
+pub fn alarm_on_p99_per_target_group(context: &Context<'_>) -> Option<NextStep> {
+    let alarm = context.alarm;
+    (is_alb(context)
+        && alarm.metric_name.as_deref() == Some("TargetResponseTime")
+        && alarm.statistic.as_deref() == Some("Average"))
+    .then(|| NextStep {
+        proposal: "Once the cause is fixed, consider alarming on p99 per target group instead of the ALB-wide Average".to_owned(),
+        rationale: "An ALB-wide Average mixes fast and slow services and can be pushed over the threshold by a few slow requests at low traffic; per-group p99 points at the service and measures what users feel.".to_owned(),
+        trade_offs: Some("p99 is noisier at low request counts: pair it with M-of-N datapoints (e.g. 3 of 5) and a minimum RequestCount; tuning the alarm before the cause is known only hides it.".to_owned()),
+        commands: vec![],
+    })
+}

@@ -1,0 +1,395 @@
+use chrono::TimeZone;
+
+use super::rules::*;
+use super::*;
+use crate::alarm::{AlarmNotification, AlarmState};
+use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify};
+use crate::diagnosis::finding::{CeilingFacts, HpaBounds, HpaFacts, ImbalanceFacts, PodCpu};
+use crate::diagnosis::summary::PodSummary;
+use crate::history::AlarmHistory;
+
+fn now() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 11, 29, 12, 0, 0).unwrap()
+}
+
+fn alarm(statistic: &str, dimensions: &str) -> AlarmFacts {
+    let notification: AlarmNotification = serde_json::from_str(&format!(
+        r#"{{"AlarmName":"shop latency","AWSAccountId":"111122223333","NewStateValue":"ALARM",
+            "OldStateValue":"OK","StateChangeTime":"2026-11-29T11:58:00.000+0000",
+            "AlarmArn":"arn:aws:cloudwatch:eu-west-1:111122223333:alarm:shop latency",
+            "Trigger":{{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB",
+            "Statistic":"{statistic}","Dimensions":[{dimensions}],"Period":60,
+            "EvaluationPeriods":3,"ComparisonOperator":"GreaterThanThreshold","Threshold":1.0}}}}"#
+    ))
+    .unwrap();
+    AlarmFacts::from_notification(&notification)
+}
+
+fn alb_alarm() -> AlarmFacts {
+    alarm(
+        "Average",
+        r#"{"name":"LoadBalancer","value":"app/shop/0123456789abcdef"}"#,
+    )
+}
+
+fn classification(behaviour: Behaviour) -> Classification {
+    let timing = AlarmTiming {
+        period_seconds: 60,
+        evaluation_periods: 3,
+        datapoints_to_alarm: 3,
+    };
+    let mut c = classify(
+        &AlarmHistory::default(),
+        AlarmState::Alarm,
+        timing,
+        &ClassifierConfig::default(),
+        now(),
+    );
+    c.behaviour = behaviour;
+    c
+}
+
+fn finding(id: FindingId, verdict: Verdict, facts: Facts) -> Finding {
+    Finding {
+        id,
+        hypothesis: String::new(),
+        verdict,
+        summary: "the finding's summary".to_owned(),
+        cause: None,
+        evidence: vec![],
+        series: vec![],
+        facts,
+    }
+}
+
+fn pod(name: &str, node: &str) -> PodSummary {
+    PodSummary {
+        name: name.to_owned(),
+        node: Some(node.to_owned()),
+        phase: "Running".to_owned(),
+        ready: true,
+        restarts: 0,
+        cpu_request: Some(1.0),
+        cpu_limit: None,
+        cpu_while_breaching: Some(1.0),
+    }
+}
+
+fn workload(pods: Vec<PodSummary>) -> WorkloadSummary {
+    WorkloadSummary {
+        cluster: Some("prod".to_owned()),
+        namespace: "shop".to_owned(),
+        service: "web".to_owned(),
+        mapped_by: "target_group_binding".to_owned(),
+        deployment: Some("web".to_owned()),
+        replicas: Some(pods.len() as i32),
+        last_rollout: None,
+        hpa: Some("web".to_owned()),
+        pods,
+        series_origin: None,
+    }
+}
+
+/// Runs one rule over the findings, with a three-pod workload on two nodes.
+fn run(rule: Rule, findings: &[Finding]) -> Option<NextStep> {
+    let w = workload(vec![
+        pod("web-a", "n1"),
+        pod("web-b", "n1"),
+        pod("web-c", "n2"),
+    ]);
+    run_with(rule, findings, Some(&w))
+}
+
+fn run_with(rule: Rule, findings: &[Finding], w: Option<&WorkloadSummary>) -> Option<NextStep> {
+    let alarm = alb_alarm();
+    let classification = classification(Behaviour::Flapping);
+    rule(&Context {
+        alarm: &alarm,
+        classification: &classification,
+        findings,
+        target_groups: &[],
+        workload: w,
+        now: now(),
+    })
+}
+
+fn ceiling(plateau_cores: f64, workers_per_pod: u32, limit_cores: Option<f64>) -> Finding {
+    finding(
+        FindingId::WorkerCeiling,
+        Verdict::Supported,
+        Facts::Ceiling(CeilingFacts {
+            plateau_cores,
+            workers_per_pod,
+            busy_pods: 3,
+            limit_cores,
+        }),
+    )
+}
+
+fn hpa(bounds: Option<HpaBounds>, peak: Option<f64>, request: Option<f64>) -> Finding {
+    finding(
+        FindingId::HpaCannotReact,
+        Verdict::Supported,
+        Facts::Hpa(HpaFacts {
+            bounds,
+            target_utilisation: Some(70),
+            peak_utilisation: peak,
+            request_cores: request,
+        }),
+    )
+}
+
+fn bounds(current: u32, max: u32) -> Option<HpaBounds> {
+    Some(HpaBounds {
+        name: "web".to_owned(),
+        min_replicas: 2,
+        max_replicas: max,
+        current_replicas: Some(current),
+    })
+}
+
+#[test]
+fn doubling_two_workers_needs_twice_the_per_worker_plateau_not_the_per_pod_one() {
+    let (needed, limit) = cores_for_workers(1.9, 2, 4);
+    assert!((needed - 3.8).abs() < 1e-9, "{needed}");
+    assert_eq!(limit, 4000);
+    let (needed, limit) = cores_for_workers(0.98, 1, 2);
+    assert!((needed - 1.96).abs() < 1e-9, "{needed}");
+    assert_eq!(limit, 2000);
+}
+
+#[test]
+fn two_workers_per_pod_are_called_two_and_a_limit_that_covers_them_is_kept() {
+    let step = run(more_workers_per_pod, &[ceiling(1.9, 2, Some(4.0))]).unwrap();
+    assert_eq!(
+        step.proposal,
+        "Run more workers per pod in web (e.g. 4 instead of 2) and size the CPU limit to match"
+    );
+    assert!(
+        step.rationale
+            .contains("2 CPU-bound workers serve 2 heavy requests at a time"),
+        "{}",
+        step.rationale
+    );
+    let trade_offs = step.trade_offs.unwrap();
+    assert!(
+        trade_offs.starts_with("4 workers need about 3.8 cores at peak (0.95 per worker)"),
+        "{trade_offs}"
+    );
+    assert!(
+        trade_offs.contains("the current 4-core limit already covers that"),
+        "{trade_offs}"
+    );
+}
+
+#[test]
+fn one_worker_without_a_limit_gets_a_limit_sized_for_the_new_workers() {
+    let step = run(more_workers_per_pod, &[ceiling(0.98, 1, None)]).unwrap();
+    assert!(step.proposal.contains("e.g. 2 instead of 1"));
+    assert!(
+        step.rationale
+            .contains("one CPU-bound worker serves one heavy request at a time"),
+        "{}",
+        step.rationale
+    );
+    assert!(
+        step.trade_offs
+            .unwrap()
+            .contains("set the limit to at least 2000m")
+    );
+}
+
+#[test]
+fn no_worker_step_without_the_workload_or_a_supported_ceiling() {
+    assert!(run_with(more_workers_per_pod, &[ceiling(1.9, 2, None)], None).is_none());
+    let refuted = finding(FindingId::WorkerCeiling, Verdict::Refuted, Facts::None);
+    assert!(run(more_workers_per_pod, &[refuted]).is_none());
+}
+
+#[test]
+fn without_an_hpa_the_step_proposes_one_and_never_describes_a_missing_hpa() {
+    let step = run(let_the_hpa_react, &[hpa(None, None, Some(1.0))]).unwrap();
+    assert_eq!(step.proposal, "Consider an HPA for web");
+    assert!(
+        step.commands
+            .iter()
+            .all(|c| !c.text.contains("describe hpa"))
+    );
+    assert_eq!(step.commands[0].text, "kubectl -n shop get hpa");
+}
+
+#[test]
+fn an_hpa_at_its_maximum_gets_max_replicas_not_a_lower_target() {
+    let step = run(
+        let_the_hpa_react,
+        &[hpa(bounds(6, 6), Some(40.0), Some(1.0))],
+    )
+    .unwrap();
+    assert!(
+        step.proposal
+            .starts_with("Raise the HPA's maxReplicas (at its maximum of 6)"),
+        "{}",
+        step.proposal
+    );
+}
+
+#[test]
+fn a_target_the_pods_can_reach_is_three_quarters_of_the_peak_in_fives() {
+    assert_eq!(reachable_target(40.0), 30);
+    assert_eq!(reachable_target(66.0), 45);
+    assert_eq!(reachable_target(3.0), 5);
+    let step = run(
+        let_the_hpa_react,
+        &[hpa(bounds(3, 10), Some(40.0), Some(1.0))],
+    )
+    .unwrap();
+    assert_eq!(
+        step.proposal,
+        "Lower the HPA's CPU target to about 30 % so that the 40 % the pods can reach triggers scaling"
+    );
+}
+
+#[test]
+fn pods_without_a_cpu_request_are_asked_for_one() {
+    let step = run(let_the_hpa_react, &[hpa(bounds(3, 10), None, None)]).unwrap();
+    assert_eq!(
+        step.proposal,
+        "Set CPU requests on web's containers so the HPA can compute utilisation"
+    );
+}
+
+fn imbalance(busiest: Option<&str>) -> Finding {
+    finding(
+        FindingId::PodImbalance,
+        Verdict::Supported,
+        Facts::Imbalance(ImbalanceFacts {
+            busiest: busiest.map(|pod| PodCpu {
+                pod: pod.to_owned(),
+                cores: 2.5,
+            }),
+            busiest_over_median: 2.5,
+            spread: 0.6,
+        }),
+    )
+}
+
+#[test]
+fn a_hot_pod_overrides_the_hpa_target_advice() {
+    let step = run(
+        let_the_hpa_react,
+        &[
+            hpa(bounds(3, 10), Some(40.0), Some(1.0)),
+            imbalance(Some("web-b")),
+        ],
+    )
+    .unwrap();
+    assert!(step.proposal.starts_with("Do not count on the HPA here"));
+}
+
+#[test]
+fn the_hot_pod_step_names_the_busiest_pod_from_the_facts() {
+    let step = run(look_at_the_hot_pod, &[imbalance(Some("web-b"))]).unwrap();
+    assert_eq!(
+        step.proposal,
+        "Find out why web-b is hot while the other pods idle"
+    );
+    assert_eq!(step.commands[0].text, "kubectl -n shop describe pod web-b");
+    assert!(run(look_at_the_hot_pod, &[imbalance(None)]).is_none());
+}
+
+#[test]
+fn pods_are_spread_only_when_several_share_a_node() {
+    let findings = [ceiling(1.0, 1, None)];
+    assert!(run(spread_pods_across_nodes, &findings).is_some());
+    let one = workload(vec![pod("web-a", "n1")]);
+    assert!(run_with(spread_pods_across_nodes, &findings, Some(&one)).is_none());
+    let apart = workload(vec![pod("a", "n1"), pod("b", "n2"), pod("c", "n3")]);
+    assert!(run_with(spread_pods_across_nodes, &findings, Some(&apart)).is_none());
+}
+
+#[test]
+fn workload_rules_stay_silent_without_a_workload() {
+    let findings = [
+        ceiling(1.9, 2, None),
+        hpa(None, None, None),
+        imbalance(Some("web-b")),
+        finding(FindingId::CpuThrottling, Verdict::Supported, Facts::None),
+        finding(
+            FindingId::ReadinessProbeMissing,
+            Verdict::Supported,
+            Facts::None,
+        ),
+        finding(FindingId::RecentDeploy, Verdict::Supported, Facts::None),
+        finding(FindingId::PendingPods, Verdict::Supported, Facts::None),
+    ];
+    for rule in &RULES[..8] {
+        assert!(run_with(*rule, &findings, None).is_none());
+    }
+}
+
+#[test]
+fn a_load_balancer_wide_alarm_without_a_breakdown_gets_one_by_hand() {
+    let step = run(break_down_per_target_group, &[]).unwrap();
+    assert!(step.commands.iter().any(|c| c.text.contains("SEARCH(")));
+    assert!(step.commands[0].text.contains("--names shop"));
+}
+
+#[test]
+fn a_recovery_gets_one_step_and_an_unknown_alarm_gets_the_history() {
+    let alarm = alarm("Maximum", r#"{"name":"QueueName","value":"jobs"}"#);
+    let decided = Decided::default();
+    let steps = propose(
+        &alarm,
+        &classification(Behaviour::Recovered),
+        &decided,
+        ReportKind::Resolution,
+        now(),
+    );
+    assert_eq!(steps.len(), 1);
+    assert!(
+        steps[0]
+            .proposal
+            .starts_with("Confirm that the recovery holds")
+    );
+    let steps = propose(
+        &alarm,
+        &classification(Behaviour::Sustained),
+        &decided,
+        ReportKind::Diagnosis,
+        now(),
+    );
+    assert_eq!(steps.len(), 1);
+    assert!(
+        steps[0]
+            .proposal
+            .starts_with("Read the alarm's recent history")
+    );
+}
+
+#[test]
+fn a_flapping_alarm_is_dated_before_anything_else() {
+    let decided = Decided {
+        findings: vec![finding(
+            FindingId::LowTrafficArtifact,
+            Verdict::Supported,
+            Facts::None,
+        )],
+        ..Decided::default()
+    };
+    let steps = propose(
+        &alb_alarm(),
+        &classification(Behaviour::Flapping),
+        &decided,
+        ReportKind::Diagnosis,
+        now(),
+    );
+    assert!(
+        steps[0]
+            .proposal
+            .starts_with("Date the start of the flapping")
+    );
+    assert!(steps.iter().any(|s| {
+        s.proposal
+            .starts_with("Treat this breach as a low-traffic artifact")
+    }));
+}
