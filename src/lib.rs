@@ -2,8 +2,9 @@
 //! load balancers, and proposes next steps. It never changes anything.
 //!
 //! The core (intake, classification, findings, diagnosis, renderings) is pure
-//! and synchronous; [`adapters`] turn AWS into plain data; [`evidence`] runs
-//! the adapters concurrently under a deadline; [`pipeline`] ties it together
+//! and synchronous; [`adapters`] turn AWS into plain data ([`evidence`] is
+//! that data and the ports); [`gathering`] runs the adapters concurrently
+//! under a deadline; [`pipeline`] ties it together
 //! for the Lambda functions and the `alarm-triage` CLI.
 
 pub mod adapters;
@@ -14,6 +15,7 @@ pub mod diagnosis;
 pub mod error;
 pub mod evidence;
 pub mod findings;
+pub mod gathering;
 pub mod history;
 pub mod instants;
 pub mod intake;

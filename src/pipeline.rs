@@ -11,7 +11,8 @@ use crate::diagnosis::{Diagnosis, ReportKind};
 use crate::error::{Error, Result};
 use tokio::time::Instant;
 
-use crate::evidence::{Budget, Collection, EvidenceSources, gather};
+use crate::evidence::{Budget, Collection, EvidenceSources};
+use crate::gathering::gather;
 use crate::intake::{self, Delivery, Response};
 use crate::publish::{DiagnosisPublisher, prepare};
 use crate::triage::assemble;
@@ -196,8 +197,8 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
             Now::At(t) => t,
             Now::TransitionTime => alarm.state_change_time.0,
         };
-        let evidence = gather(&self.collection, &alarm, budget, now).await;
-        let diagnosis = assemble(&alarm, kind, &evidence, &self.classifier, now);
+        let investigation = gather(&self.collection, &alarm, budget, now).await;
+        let diagnosis = assemble(&alarm, kind, &investigation, &self.classifier, now);
         tracing::info!(
             alarm_name = %diagnosis.alarm.name,
             diagnosis_id = %diagnosis.id,

@@ -11,8 +11,8 @@ use crate::diagnosis::{
     SCHEMA, Severity, Verdict,
 };
 use crate::evidence::model::load_balancer_name;
-use crate::evidence::{GatheredEvidence, plan};
-use crate::findings;
+use crate::evidence::plan;
+use crate::findings::{self, Investigation};
 use crate::history::AlarmHistory;
 use crate::next_steps::propose;
 
@@ -20,11 +20,12 @@ use crate::next_steps::propose;
 pub fn assemble(
     notification: &AlarmNotification,
     kind: ReportKind,
-    evidence: &GatheredEvidence,
+    investigation: &Investigation,
     config: &ClassifierConfig,
     now: DateTime<Utc>,
 ) -> Diagnosis {
     let alarm = AlarmFacts::from_notification(notification);
+    let evidence = &investigation.evidence;
     let history = evidence
         .history
         .clone()
@@ -32,7 +33,7 @@ pub fn assemble(
         .including(notification);
     let timing = timing_of(&alarm);
     let classification = classify(&history, alarm.new_state, timing, config, now);
-    let decided = findings::decide(&alarm, &classification, evidence);
+    let decided = findings::decide(&alarm, &classification, investigation);
 
     let headline = match kind {
         ReportKind::Diagnosis => diagnosis_headline(
@@ -198,7 +199,7 @@ fn console_links(alarm: &AlarmFacts) -> Vec<Link> {
 #[cfg(test)]
 pub(crate) mod tests {
     use crate::diagnosis::{Diagnosis, ReportKind};
-    use crate::evidence::GatheredEvidence;
+    use crate::findings::Investigation;
 
     /// A diagnosis of a fresh 2-of-2 ALB latency alarm with no evidence gathered.
     pub(crate) fn sample() -> Diagnosis {
@@ -213,7 +214,7 @@ pub(crate) mod tests {
         super::assemble(
             &alarm,
             ReportKind::Diagnosis,
-            &GatheredEvidence::default(),
+            &Investigation::default(),
             &crate::classify::ClassifierConfig::default(),
             alarm.state_change_time.0,
         )

@@ -6,6 +6,7 @@ pub mod dynamodb;
 pub mod eks;
 pub mod elbv2;
 pub mod kubernetes;
+pub mod prometheus;
 pub mod secrets;
 pub mod slack;
 pub mod sns;
@@ -231,7 +232,9 @@ mod delegation {
     use crate::evidence::model::{
         AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
     };
-    use crate::evidence::workload::{PodSeries, Workload, WorkloadTarget};
+    use crate::evidence::workload::{
+        PodSeries, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
+    };
     use crate::evidence::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
     use crate::history::AlarmHistory;
 
@@ -288,8 +291,16 @@ mod delegation {
             self.kubernetes.prepare().await
         }
 
-        async fn workload(&self, target: &WorkloadTarget) -> Result<Workload> {
-            self.kubernetes.workload(target).await
+        async fn target_group_bindings(&self) -> Result<Option<TargetGroupBindings>> {
+            self.kubernetes.target_group_bindings().await
+        }
+
+        async fn workload(
+            &self,
+            target: &WorkloadTarget,
+            pods_listed: PodsListedSender,
+        ) -> Result<Workload> {
+            self.kubernetes.workload(target, pods_listed).await
         }
 
         async fn pod_series(

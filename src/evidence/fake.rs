@@ -11,7 +11,9 @@ use chrono::{DateTime, Utc};
 use super::model::{
     AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
 };
-use super::workload::{PodSeries, Workload, WorkloadTarget};
+use super::workload::{
+    PodSeries, PodsListed, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
+};
 use super::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
 use crate::error::{Error, Result};
 use crate::history::{AlarmHistory, StateChange};
@@ -29,6 +31,8 @@ pub struct StaticSources {
     pub health: BTreeMap<String, Vec<TargetHealth>>,
     pub tags: BTreeMap<String, Tags>,
     pub workload: Option<Workload>,
+    /// TargetGroupBindings, when the cluster is known before the culprit.
+    pub bindings: Option<TargetGroupBindings>,
     pub pod_series: Option<PodSeries>,
     /// Every call waits this long first (use with tokio's paused clock).
     pub latency: Duration,
@@ -139,13 +143,34 @@ impl KubernetesSource for StaticSources {
         Ok(())
     }
 
-    async fn workload(&self, _: &WorkloadTarget) -> Result<Workload> {
+    async fn target_group_bindings(&self) -> Result<Option<TargetGroupBindings>> {
+        if self.bindings.is_none() {
+            return Ok(None);
+        }
+        self.enter(super::source::TARGET_GROUP_BINDINGS).await?;
+        Ok(self.bindings.clone())
+    }
+
+    /// Walks like the adapter: the Service, then its pods (announced), then
+    /// their Deployment: three dependent steps of `latency` each.
+    async fn workload(
+        &self,
+        _: &WorkloadTarget,
+        pods_listed: PodsListedSender,
+    ) -> Result<Workload> {
         self.enter(super::source::KUBERNETES).await?;
-        self.workload.clone().ok_or_else(|| Error::Source {
+        let workload = self.workload.clone().ok_or_else(|| Error::Source {
             source_name: super::source::KUBERNETES,
             reason: "no cluster in this fake".to_owned(),
             retryable: false,
-        })
+        })?;
+        tokio::time::sleep(self.latency).await;
+        let _ = pods_listed.send(PodsListed {
+            namespace: workload.service.namespace.clone(),
+            pods: workload.pods.iter().map(|p| p.name.clone()).collect(),
+        });
+        tokio::time::sleep(self.latency).await;
+        Ok(workload)
     }
 
     async fn pod_series(

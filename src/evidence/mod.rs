@@ -1,10 +1,7 @@
-//! Evidence gathering: runs the sources a notification calls for, concurrently,
-//! each under its own timeout and all under the invocation's deadline. Calls
-//! that depend on each other (load balancer -> target groups -> their metrics
-//! and health) start as soon as their input arrives; independent ones never
-//! wait for each other. Whatever does not answer in time, or answers with an
-//! error, becomes an evidence gap with the reason; the diagnosis is produced
-//! regardless.
+//! The evidence model: what a diagnosis rests on, as plain data (statistics,
+//! target groups and what was read about them, the workload), the plan of
+//! what to read for an alarm and the queries it takes, and the ports the
+//! adapters implement. Pure: the reading itself is [`crate::gathering`]'s.
 
 #[doc(hidden)]
 pub mod fake;
@@ -14,19 +11,16 @@ pub mod workload;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use futures_util::future::join_all;
-use tokio::time::Instant;
 
 use crate::alarm::{AlarmNotification, Dimension};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::history::AlarmHistory;
 use model::{
-    AlarmDefinition, EvidenceGap, LoadBalancer, MetricQuery, MetricSeries, SourceTiming, Tags,
-    TargetGroup, TargetHealth, Timings,
+    AlarmDefinition, EvidenceGap, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup,
+    TargetHealth, Timings,
 };
 
 /// Names of the evidence sources, as they appear in gaps and timings.
@@ -42,6 +36,7 @@ pub mod source {
     pub const TARGET_HEALTH: &str = "elbv2:DescribeTargetHealth";
     pub const TAGS: &str = "elbv2:DescribeTags";
     pub const CLUSTER: &str = "eks:DescribeCluster and the cluster connection";
+    pub const TARGET_GROUP_BINDINGS: &str = "kubernetes: TargetGroupBindings";
     pub const KUBERNETES: &str = "kubernetes: service, pods, deployment, HPA";
     pub const POD_SERIES: &str = "prometheus: per-pod CPU and memory series";
 }
@@ -109,10 +104,19 @@ pub trait KubernetesSource: Send + Sync {
     /// under the ledger like any call; when it fails, the workload is not read.
     fn prepare(&self) -> impl Future<Output = Result<()>> + Send;
 
-    /// Target group -> Service -> pods -> ReplicaSet -> Deployment, HPA, PodMetrics.
+    /// Which Service each target group feeds (TargetGroupBindings), when the
+    /// cluster is known before the culprit is; `None` when it is not (the
+    /// cluster comes from the culprit's tags), so the workload walk lists them.
+    fn target_group_bindings(
+        &self,
+    ) -> impl Future<Output = Result<Option<workload::TargetGroupBindings>>> + Send;
+
+    /// Target group -> Service -> pods -> ReplicaSet -> Deployment, HPA,
+    /// PodMetrics. The pods' names go to `pods_listed` as soon as they are known.
     fn workload(
         &self,
         target: &workload::WorkloadTarget,
+        pods_listed: workload::PodsListedSender,
     ) -> impl Future<Output = Result<workload::Workload>> + Send;
 
     /// CPU, throttling and memory per pod over `[start, end]`.
@@ -303,337 +307,6 @@ pub fn plan(alarm: &AlarmNotification) -> Plan {
     }
 }
 
-/// Records timings and gaps from concurrent sources.
-#[derive(Debug)]
-struct Ledger {
-    deadline: Instant,
-    per_source: Duration,
-    timings: Mutex<Vec<SourceTiming>>,
-    gaps: Mutex<Vec<EvidenceGap>>,
-}
-
-impl Ledger {
-    /// Runs one call under `min(per-source timeout, time to the deadline)`;
-    /// a failure or a timeout is recorded as a gap and gives `None`.
-    async fn run<T>(&self, name: &'static str, call: impl Future<Output = Result<T>>) -> Option<T> {
-        let started = Instant::now();
-        let limit = (started + self.per_source).min(self.deadline);
-        let outcome = match tokio::time::timeout_at(limit, call).await {
-            Ok(Ok(value)) => Ok(value),
-            Ok(Err(error)) => Err(gap_reason(&error)),
-            Err(_) => Err(format!(
-                "no answer within {} ms (the invocation's deadline or the per-source timeout)",
-                limit.saturating_duration_since(started).as_millis()
-            )),
-        };
-        let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let (value, text) = match outcome {
-            Ok(value) => (Some(value), "ok".to_owned()),
-            Err(reason) => {
-                self.gap(name, &reason);
-                (None, reason)
-            }
-        };
-        if let Ok(mut timings) = self.timings.lock() {
-            timings.push(SourceTiming {
-                source: name.to_owned(),
-                ms,
-                outcome: text,
-            });
-        }
-        value
-    }
-
-    fn gap(&self, source: &str, reason: &str) {
-        if let Ok(mut gaps) = self.gaps.lock() {
-            // One gap per source and reason, however many target groups failed the same way.
-            if !gaps
-                .iter()
-                .any(|g| g.source == source && g.reason == reason)
-            {
-                gaps.push(EvidenceGap {
-                    source: source.to_owned(),
-                    reason: reason.to_owned(),
-                });
-            }
-        }
-    }
-}
-
-fn gap_reason(error: &Error) -> String {
-    match error {
-        Error::Source { reason, .. } => reason.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// The sources an offline run reports as not collected.
-fn offline_sources(plan: &Plan) -> Vec<&'static str> {
-    let mut out = vec![source::ALARM_HISTORY, source::ALARM_DEFINITION];
-    if plan.metric.is_some() {
-        out.push(source::METRIC_STATISTICS);
-    }
-    if plan.load_balancer_dimension.is_some() {
-        out.extend([
-            source::TARGET_GROUPS,
-            source::TARGET_GROUP_METRICS,
-            source::TARGET_HEALTH,
-            source::KUBERNETES,
-            source::POD_SERIES,
-        ]);
-    }
-    out
-}
-
-/// Gathers the evidence for one notification.
-pub async fn gather<S: EvidenceSources>(
-    collection: &Collection<S>,
-    alarm: &AlarmNotification,
-    budget: Budget,
-    now: DateTime<Utc>,
-) -> GatheredEvidence {
-    let plan = plan(alarm);
-    let Collection::Live(sources) = collection else {
-        return GatheredEvidence {
-            gaps: offline_sources(&plan)
-                .into_iter()
-                .map(|source| EvidenceGap {
-                    source: source.to_owned(),
-                    reason: "not collected (offline)".to_owned(),
-                })
-                .collect(),
-            ..GatheredEvidence::default()
-        };
-    };
-    let started = Instant::now();
-    let ledger = Ledger {
-        deadline: started + budget.overall,
-        per_source: budget.per_source,
-        timings: Mutex::new(Vec::new()),
-        gaps: Mutex::new(Vec::new()),
-    };
-    let window_start = align(
-        crate::instants::earlier(now, budget.metric_window),
-        plan.metric.as_ref().map_or(60, |m| m.period_seconds),
-    );
-
-    let history = ledger.run(
-        source::ALARM_HISTORY,
-        sources.state_history(
-            &alarm.alarm_name,
-            crate::instants::earlier(now, budget.lookback),
-            now,
-        ),
-    );
-    let definition = ledger.run(
-        source::ALARM_DEFINITION,
-        sources.definition(&alarm.alarm_name),
-    );
-    let statistics = async {
-        let metric = plan.metric.as_ref()?;
-        let queries = statistics_queries(metric);
-        let series = ledger
-            .run(
-                source::METRIC_STATISTICS,
-                sources.metric_data(&queries, window_start, now),
-            )
-            .await?;
-        Some(statistics_from(metric, series))
-    };
-    let alb = async {
-        let dimension = plan.load_balancer_dimension.as_deref()?;
-        let metric = plan.metric.as_ref()?;
-        // The ARN is known from the alarm: ask for the target groups at once.
-        // Without an alarm ARN, find the load balancer first.
-        let arn = match &plan.load_balancer_arn {
-            Some(arn) => arn.clone(),
-            None => match ledger
-                .run(source::LOAD_BALANCER, sources.load_balancer(dimension))
-                .await?
-            {
-                Some(lb) => lb.arn,
-                None => {
-                    return Some(AlbEvidence {
-                        load_balancer: None,
-                        groups: Vec::new(),
-                    });
-                }
-            },
-        };
-        let Some(groups) = ledger
-            .run(source::TARGET_GROUPS, sources.target_groups(&arn))
-            .await?
-        else {
-            return Some(AlbEvidence {
-                load_balancer: None,
-                groups: Vec::new(),
-            });
-        };
-        let load_balancer = LoadBalancer {
-            name: model::load_balancer_name(dimension)
-                .unwrap_or(dimension)
-                .to_owned(),
-            arn,
-            dimension: dimension.to_owned(),
-            scheme: None,
-        };
-        let queries = group_queries(metric, &load_balancer.dimension, &groups);
-        let arns: Vec<String> = groups.iter().map(|g| g.arn.clone()).collect();
-        let (series, tags, algorithms, health) = tokio::join!(
-            ledger.run(
-                source::TARGET_GROUP_METRICS,
-                sources.metric_data(&queries, window_start, now)
-            ),
-            ledger.run(source::TAGS, sources.tags(&arns)),
-            join_all(groups.iter().map(|g| {
-                ledger.run(source::TARGET_GROUP_ATTRIBUTES, sources.algorithm(&g.arn))
-            })),
-            join_all(
-                groups
-                    .iter()
-                    .map(|g| ledger.run(source::TARGET_HEALTH, sources.target_health(&g.arn)))
-            ),
-        );
-        let mut series = series.unwrap_or_default().into_iter();
-        let mut next = || series.next().unwrap_or_default();
-        let groups = groups
-            .into_iter()
-            .zip(algorithms.into_iter().zip(health))
-            .map(|(group, (algorithm, health))| GroupEvidence {
-                tags: tags
-                    .as_ref()
-                    .map(|t| t.get(&group.arn).cloned().unwrap_or_default()),
-                algorithm: algorithm.flatten(),
-                health,
-                metric: next(),
-                p50: next(),
-                p99: next(),
-                maximum: next(),
-                requests: next(),
-                errors_5xx: next(),
-                unhealthy_hosts: next(),
-                group,
-            })
-            .collect();
-        Some(AlbEvidence {
-            load_balancer: Some(load_balancer),
-            groups,
-        })
-    };
-    // Connecting (DescribeCluster, the token) overlaps the load balancer calls,
-    // under the same bounds as every other call.
-    let prepare = async {
-        if plan.load_balancer_dimension.is_none() {
-            return true;
-        }
-        ledger
-            .run(source::CLUSTER, sources.prepare())
-            .await
-            .is_some()
-    };
-    let (history, definition, statistics, alb, connected) =
-        tokio::join!(history, definition, statistics, alb, prepare);
-
-    // The cluster, for the target group behind the breach.
-    let mut workload = None;
-    let mut pod_series = None;
-    if let (Some(alb), Some(metric)) = (&alb, &plan.metric) {
-        match culprit_target(alarm, statistics.as_ref(), alb, metric) {
-            Some(_) if !connected => ledger.gap(
-                source::KUBERNETES,
-                "not read: the cluster connection failed (see eks:DescribeCluster and the cluster connection)",
-            ),
-            Some(target) => {
-                workload = ledger
-                    .run(source::KUBERNETES, sources.workload(&target))
-                    .await;
-                if let Some(w) = &workload {
-                    let pods: Vec<String> = w.pods.iter().map(|p| p.name.clone()).collect();
-                    if !pods.is_empty() {
-                        pod_series = ledger
-                            .run(
-                                source::POD_SERIES,
-                                sources.pod_series(
-                                    &w.service.namespace,
-                                    &pods,
-                                    window_start,
-                                    now,
-                                    metric.period_seconds.max(60),
-                                ),
-                            )
-                            .await;
-                    }
-                }
-            }
-            None => {
-                if !alb.groups.is_empty() {
-                    ledger.gap(source::KUBERNETES, "not read: no single target group stands out, so there is no workload to examine");
-                }
-            }
-        }
-    }
-
-    let total_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-    let gaps = ledger.gaps.into_inner().unwrap_or_default();
-    GatheredEvidence {
-        history,
-        definition,
-        statistics,
-        alb,
-        workload,
-        pod_series,
-        gaps,
-        timings: Timings {
-            total_ms,
-            sources: ledger.timings.into_inner().unwrap_or_default(),
-        },
-    }
-}
-
-/// The workload question for the culprit target group (the pure breakdown decides which).
-fn culprit_target(
-    alarm: &AlarmNotification,
-    statistics: Option<&Statistics>,
-    alb: &AlbEvidence,
-    metric: &PlannedMetric,
-) -> Option<workload::WorkloadTarget> {
-    let trigger = alarm.trigger.as_ref()?;
-    let threshold = trigger.threshold?;
-    let comparison = trigger
-        .comparison_operator
-        .as_deref()
-        .unwrap_or("GreaterThanThreshold");
-    let breach = statistics
-        .map(|s| crate::findings::traffic::breaching_periods(&s.alarm_stat, threshold, comparison))
-        .unwrap_or_default();
-    let analysis = crate::findings::alb::analyse(
-        alb,
-        &breach,
-        &metric.statistic,
-        threshold,
-        comparison,
-        metric.period_seconds,
-    );
-    let culprit = analysis.summaries.iter().find(|s| s.culprit)?;
-    let group = alb.groups.iter().find(|g| g.group.arn == culprit.arn)?;
-    Some(workload::WorkloadTarget {
-        cluster: group
-            .tags
-            .as_ref()
-            .and_then(|t| t.get("elbv2.k8s.aws/cluster").cloned()),
-        target_group_arn: group.group.arn.clone(),
-        target_group_name: group.group.name.clone(),
-        service_hint: culprit.kubernetes_service.clone(),
-    })
-}
-
-/// Rounds `t` down to a multiple of the period, as CloudWatch aligns periods.
-fn align(t: DateTime<Utc>, period_seconds: u32) -> DateTime<Utc> {
-    let period = i64::from(period_seconds.max(1));
-    let seconds = t.timestamp() - t.timestamp().rem_euclid(period);
-    DateTime::from_timestamp(seconds, 0).unwrap_or(t)
-}
-
 /// The statistics of the alarm's own metric, in this order:
 /// alarm statistic, Average, p50, p99, Maximum, requests.
 pub fn statistics_queries(metric: &PlannedMetric) -> Vec<MetricQuery> {
@@ -664,7 +337,8 @@ fn requests_metric(metric: &PlannedMetric) -> (String, &'static str) {
     }
 }
 
-fn statistics_from(metric: &PlannedMetric, series: Vec<MetricSeries>) -> Statistics {
+/// The statistics from the answers to [`statistics_queries`], in their order.
+pub fn statistics_from(metric: &PlannedMetric, series: Vec<MetricSeries>) -> Statistics {
     let mut series = series.into_iter();
     let mut next = || series.next().unwrap_or_default();
     Statistics {

@@ -18,7 +18,32 @@ pub struct WorkloadTarget {
     /// The service AWS alone points at (tags, else the name): used when no
     /// TargetGroupBinding names the target group.
     pub service_hint: Option<ServiceRef>,
+    /// The cluster's TargetGroupBindings when they were read alongside AWS;
+    /// `None`: not read yet, so the walk lists them itself.
+    pub bindings: Option<TargetGroupBindings>,
 }
+
+/// Which Service each target group feeds, from the AWS Load Balancer
+/// Controller's TargetGroupBindings. Listing them does not depend on the
+/// culprit, so it runs while AWS is read.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct TargetGroupBindings {
+    /// Target group ARN -> Service.
+    pub services: BTreeMap<String, ServiceRef>,
+    /// Why they could not be listed (no controller CRD, RBAC), when so.
+    pub unreadable: Option<String>,
+}
+
+/// The pods behind the Service, sent as soon as they are listed so that their
+/// time series are queried while the rest of the walk (Deployment, HPA) goes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodsListed {
+    pub namespace: String,
+    pub pods: Vec<String>,
+}
+
+/// Where the walk announces its pods; dropped unsent when it finds none.
+pub type PodsListedSender = tokio::sync::oneshot::Sender<PodsListed>;
 
 /// One container's resources and probes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -6,10 +6,74 @@ pub mod alb;
 pub mod traffic;
 pub mod workload;
 
+use chrono::{DateTime, Utc};
+
 use crate::classify::Classification;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
 use crate::diagnosis::{AlarmFacts, Finding};
-use crate::evidence::GatheredEvidence;
+use crate::evidence::{AlbEvidence, GatheredEvidence, Statistics};
+use alb::AlbAnalysis;
+
+/// The evidence, and the target-group breakdown computed from it once (the
+/// gathering needs it to pick the workload; the findings reuse it).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Investigation {
+    pub evidence: GatheredEvidence,
+    pub breakdown: Option<AlbAnalysis>,
+}
+
+impl Investigation {
+    /// Computes the breakdown from recorded evidence (offline runs, tests).
+    pub fn of(alarm: &AlarmFacts, evidence: GatheredEvidence) -> Self {
+        let breakdown = breakdown(alarm, evidence.statistics.as_ref(), evidence.alb.as_ref());
+        Investigation {
+            evidence,
+            breakdown,
+        }
+    }
+}
+
+/// The comparison an alarm uses, CloudWatch's most common when it does not say.
+fn comparison_of(alarm: &AlarmFacts) -> &str {
+    alarm
+        .comparison
+        .as_deref()
+        .unwrap_or("GreaterThanThreshold")
+}
+
+/// The periods in which the alarm's statistic breached its threshold.
+pub fn breaching_periods(
+    alarm: &AlarmFacts,
+    statistics: Option<&Statistics>,
+) -> Vec<DateTime<Utc>> {
+    match (statistics, alarm.threshold) {
+        (Some(stats), Some(threshold)) => {
+            traffic::breaching_periods(&stats.alarm_stat, threshold, comparison_of(alarm))
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Which target groups explain the breach, when the load balancer and its groups were read.
+pub fn breakdown(
+    alarm: &AlarmFacts,
+    statistics: Option<&Statistics>,
+    alb: Option<&AlbEvidence>,
+) -> Option<AlbAnalysis> {
+    let alb = alb?;
+    let threshold = alarm.threshold?;
+    if alb.load_balancer.is_none() || alb.groups.is_empty() {
+        return None;
+    }
+    Some(alb::analyse(
+        alb,
+        &breaching_periods(alarm, statistics),
+        alarm.statistic.as_deref().unwrap_or("Average"),
+        threshold,
+        comparison_of(alarm),
+        alarm.period_seconds.unwrap_or(60),
+    ))
+}
 
 /// Everything the findings step contributes to a diagnosis.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -25,8 +89,9 @@ pub struct Decided {
 pub fn decide(
     alarm: &AlarmFacts,
     classification: &Classification,
-    evidence: &GatheredEvidence,
+    investigation: &Investigation,
 ) -> Decided {
+    let evidence = &investigation.evidence;
     let mut decided = Decided {
         findings: vec![alarm::alarm_behaviour(
             classification,
@@ -41,16 +106,8 @@ pub fn decide(
         ));
     }
     let threshold = alarm.threshold;
-    let comparison = alarm
-        .comparison
-        .as_deref()
-        .unwrap_or("GreaterThanThreshold");
-    let breach = match (&evidence.statistics, threshold) {
-        (Some(stats), Some(threshold)) => {
-            traffic::breaching_periods(&stats.alarm_stat, threshold, comparison)
-        }
-        _ => Vec::new(),
-    };
+    let comparison = comparison_of(alarm);
+    let breach = breaching_periods(alarm, evidence.statistics.as_ref());
     if let (Some(stats), Some(_)) = (&evidence.statistics, threshold) {
         if stats.alarm_stat.points.is_empty() {
             decided.notes.push(format!(
@@ -62,29 +119,22 @@ pub fn decide(
             .findings
             .push(traffic::low_traffic_artifact(stats, &breach));
     }
-    if let (Some(alb_evidence), Some(threshold)) = (&evidence.alb, threshold) {
-        match &alb_evidence.load_balancer {
-            None => decided.notes.push(format!(
+    if let (Some(alb_evidence), Some(_)) = (&evidence.alb, threshold) {
+        match (&alb_evidence.load_balancer, &investigation.breakdown) {
+            (None, _) => decided.notes.push(format!(
                 "the load balancer {} no longer exists: no target-group breakdown",
                 alarm.dimension("LoadBalancer").unwrap_or("?")
             )),
-            Some(_) if alb_evidence.groups.is_empty() => {
+            (Some(_), _) if alb_evidence.groups.is_empty() => {
                 decided
                     .notes
                     .push("the load balancer has no target groups".to_owned());
             }
-            Some(_) => {
-                let analysis = alb::analyse(
-                    alb_evidence,
-                    &breach,
-                    alarm.statistic.as_deref().unwrap_or("Average"),
-                    threshold,
-                    comparison,
-                    alarm.period_seconds.unwrap_or(60),
-                );
-                decided.findings.extend(analysis.findings);
-                decided.target_groups = analysis.summaries;
+            (Some(_), Some(analysis)) => {
+                decided.findings.extend(analysis.findings.iter().cloned());
+                decided.target_groups = analysis.summaries.clone();
             }
+            (Some(_), None) => {}
         }
     }
     if let Some(w) = &evidence.workload {

@@ -1,0 +1,378 @@
+//! Evidence gathering: runs the sources a notification calls for, concurrently,
+//! each under its own timeout and all under the invocation's deadline, in
+//! three phases:
+//!
+//! 1. the cloud: the alarm's history, definition and metric, the load
+//!    balancer's target groups and what is read about each, and meanwhile the
+//!    cluster connection and its TargetGroupBindings (they do not depend on
+//!    which group is the culprit);
+//! 2. the breakdown of the target groups, computed once, which names the culprit;
+//! 3. the workload behind the culprit, with its pods' series queried as soon
+//!    as the pods are listed.
+//!
+//! Calls that depend on each other start as soon as their input arrives;
+//! independent ones never wait for each other. Whatever does not answer in
+//! time, or answers with an error, becomes an evidence gap with the reason;
+//! the diagnosis is produced regardless.
+
+mod ledger;
+#[cfg(test)]
+mod tests;
+
+use chrono::{DateTime, Utc};
+use futures_util::future::join_all;
+use tokio::sync::oneshot;
+
+use crate::alarm::AlarmNotification;
+use crate::diagnosis::AlarmFacts;
+use crate::evidence::model::{self, EvidenceGap, LoadBalancer};
+use crate::evidence::workload::{PodSeries, TargetGroupBindings, Workload, WorkloadTarget};
+use crate::evidence::{
+    AlbEvidence, Budget, Collection, EvidenceSources, GatheredEvidence, GroupEvidence,
+    KubernetesSource, LoadBalancerSource, MetricSource, Plan, PlannedMetric, Statistics,
+    group_queries, plan, source, statistics_from, statistics_queries,
+};
+use crate::findings::{self, Investigation, alb::AlbAnalysis};
+pub use ledger::Ledger;
+
+/// The sources an offline run reports as not collected.
+fn offline_sources(plan: &Plan) -> Vec<&'static str> {
+    let mut out = vec![source::ALARM_HISTORY, source::ALARM_DEFINITION];
+    if plan.metric.is_some() {
+        out.push(source::METRIC_STATISTICS);
+    }
+    if plan.load_balancer_dimension.is_some() {
+        out.extend([
+            source::TARGET_GROUPS,
+            source::TARGET_GROUP_METRICS,
+            source::TARGET_HEALTH,
+            source::KUBERNETES,
+            source::POD_SERIES,
+        ]);
+    }
+    out
+}
+
+/// Everything phase 1 brings back.
+#[derive(Debug, Default)]
+struct CloudData {
+    history: Option<crate::history::AlarmHistory>,
+    definition: Option<Option<model::AlarmDefinition>>,
+    statistics: Option<Statistics>,
+    alb: Option<AlbEvidence>,
+    /// The cluster connection succeeded (or was not needed).
+    connected: bool,
+    bindings: Option<TargetGroupBindings>,
+}
+
+/// Where the metric window starts and ends.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: DateTime<Utc>,
+    end: DateTime<Utc>,
+}
+
+/// Gathers the evidence for one notification, and the breakdown that picked the workload.
+pub async fn gather<S: EvidenceSources>(
+    collection: &Collection<S>,
+    alarm: &AlarmNotification,
+    budget: Budget,
+    now: DateTime<Utc>,
+) -> Investigation {
+    let plan = plan(alarm);
+    let facts = AlarmFacts::from_notification(alarm);
+    let Collection::Live(sources) = collection else {
+        let evidence = GatheredEvidence {
+            gaps: offline_sources(&plan)
+                .into_iter()
+                .map(|source| EvidenceGap {
+                    source: source.to_owned(),
+                    reason: "not collected (offline)".to_owned(),
+                })
+                .collect(),
+            ..GatheredEvidence::default()
+        };
+        return Investigation::of(&facts, evidence);
+    };
+    let ledger = Ledger::new(budget.overall, budget.per_source);
+    let window = Window {
+        start: align(
+            crate::instants::earlier(now, budget.metric_window),
+            plan.metric.as_ref().map_or(60, |m| m.period_seconds),
+        ),
+        end: now,
+    };
+
+    let cloud = read_cloud(sources, &ledger, alarm, &plan, budget, window).await;
+    let breakdown = findings::breakdown(&facts, cloud.statistics.as_ref(), cloud.alb.as_ref());
+    let (workload, pod_series) = match (&cloud.alb, &plan.metric) {
+        (Some(alb), Some(metric)) => {
+            let target = breakdown
+                .as_ref()
+                .and_then(|b| culprit_target(b, alb, cloud.bindings.clone()));
+            match target {
+                Some(_) if !cloud.connected => {
+                    ledger.gap(
+                        source::KUBERNETES,
+                        "not read: the cluster connection failed (see eks:DescribeCluster and the cluster connection)",
+                    );
+                    (None, None)
+                }
+                Some(target) => {
+                    read_workload(
+                        sources,
+                        &ledger,
+                        &target,
+                        window,
+                        metric.period_seconds.max(60),
+                    )
+                    .await
+                }
+                None => {
+                    if !alb.groups.is_empty() {
+                        ledger.gap(source::KUBERNETES, "not read: no single target group stands out, so there is no workload to examine");
+                    }
+                    (None, None)
+                }
+            }
+        }
+        _ => (None, None),
+    };
+
+    let (gaps, timings) = ledger.close();
+    Investigation {
+        evidence: GatheredEvidence {
+            history: cloud.history,
+            definition: cloud.definition,
+            statistics: cloud.statistics,
+            alb: cloud.alb,
+            workload,
+            pod_series,
+            gaps,
+            timings,
+        },
+        breakdown,
+    }
+}
+
+/// Phase 1: everything that does not depend on the culprit, concurrently.
+async fn read_cloud<S: EvidenceSources>(
+    sources: &S,
+    ledger: &Ledger,
+    alarm: &AlarmNotification,
+    plan: &Plan,
+    budget: Budget,
+    window: Window,
+) -> CloudData {
+    let history = ledger.run(
+        source::ALARM_HISTORY,
+        sources.state_history(
+            &alarm.alarm_name,
+            crate::instants::earlier(window.end, budget.lookback),
+            window.end,
+        ),
+    );
+    let definition = ledger.run(
+        source::ALARM_DEFINITION,
+        sources.definition(&alarm.alarm_name),
+    );
+    let statistics = async {
+        let metric = plan.metric.as_ref()?;
+        let series = ledger
+            .run(
+                source::METRIC_STATISTICS,
+                sources.metric_data(&statistics_queries(metric), window.start, window.end),
+            )
+            .await?;
+        Some(statistics_from(metric, series))
+    };
+    let alb = async {
+        let dimension = plan.load_balancer_dimension.as_deref()?;
+        read_load_balancer(
+            sources,
+            ledger,
+            plan,
+            plan.metric.as_ref()?,
+            dimension,
+            window,
+        )
+        .await
+    };
+    // Connecting (DescribeCluster, the token) and listing the bindings overlap
+    // the load balancer calls, under the same bounds as every other call.
+    let cluster = async {
+        if plan.load_balancer_dimension.is_none() {
+            return (true, None);
+        }
+        if ledger
+            .run(source::CLUSTER, sources.prepare())
+            .await
+            .is_none()
+        {
+            return (false, None);
+        }
+        let bindings = ledger
+            .run(
+                source::TARGET_GROUP_BINDINGS,
+                sources.target_group_bindings(),
+            )
+            .await
+            // Listing failed (recorded as a gap): the walk falls back on AWS's hints.
+            .unwrap_or_else(|| Some(TargetGroupBindings::default()));
+        (true, bindings)
+    };
+    let (history, definition, statistics, alb, (connected, bindings)) =
+        tokio::join!(history, definition, statistics, alb, cluster);
+    CloudData {
+        history,
+        definition,
+        statistics,
+        alb,
+        connected,
+        bindings,
+    }
+}
+
+/// The load balancer's target groups, then their metrics, tags, algorithm and health.
+async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
+    sources: &S,
+    ledger: &Ledger,
+    plan: &Plan,
+    metric: &PlannedMetric,
+    dimension: &str,
+    window: Window,
+) -> Option<AlbEvidence> {
+    let gone = AlbEvidence {
+        load_balancer: None,
+        groups: Vec::new(),
+    };
+    // The ARN is known from the alarm: ask for the target groups at once.
+    // Without an alarm ARN, find the load balancer first.
+    let arn = match &plan.load_balancer_arn {
+        Some(arn) => arn.clone(),
+        None => match ledger
+            .run(source::LOAD_BALANCER, sources.load_balancer(dimension))
+            .await?
+        {
+            Some(lb) => lb.arn,
+            None => return Some(gone),
+        },
+    };
+    let Some(groups) = ledger
+        .run(source::TARGET_GROUPS, sources.target_groups(&arn))
+        .await?
+    else {
+        return Some(gone);
+    };
+    let load_balancer = LoadBalancer {
+        name: model::load_balancer_name(dimension)
+            .unwrap_or(dimension)
+            .to_owned(),
+        arn,
+        dimension: dimension.to_owned(),
+        scheme: None,
+    };
+    let queries = group_queries(metric, &load_balancer.dimension, &groups);
+    let arns: Vec<String> = groups.iter().map(|g| g.arn.clone()).collect();
+    let (series, tags, algorithms, health) = tokio::join!(
+        ledger.run(
+            source::TARGET_GROUP_METRICS,
+            sources.metric_data(&queries, window.start, window.end)
+        ),
+        ledger.run(source::TAGS, sources.tags(&arns)),
+        join_all(
+            groups
+                .iter()
+                .map(|g| ledger.run(source::TARGET_GROUP_ATTRIBUTES, sources.algorithm(&g.arn)))
+        ),
+        join_all(
+            groups
+                .iter()
+                .map(|g| ledger.run(source::TARGET_HEALTH, sources.target_health(&g.arn)))
+        ),
+    );
+    let mut series = series.unwrap_or_default().into_iter();
+    let mut next = || series.next().unwrap_or_default();
+    let groups = groups
+        .into_iter()
+        .zip(algorithms.into_iter().zip(health))
+        .map(|(group, (algorithm, health))| GroupEvidence {
+            tags: tags
+                .as_ref()
+                .map(|t| t.get(&group.arn).cloned().unwrap_or_default()),
+            algorithm: algorithm.flatten(),
+            health,
+            metric: next(),
+            p50: next(),
+            p99: next(),
+            maximum: next(),
+            requests: next(),
+            errors_5xx: next(),
+            unhealthy_hosts: next(),
+            group,
+        })
+        .collect();
+    Some(AlbEvidence {
+        load_balancer: Some(load_balancer),
+        groups,
+    })
+}
+
+/// Phase 3: the workload walk, and the pods' series as soon as the pods are listed.
+async fn read_workload<S: KubernetesSource>(
+    sources: &S,
+    ledger: &Ledger,
+    target: &WorkloadTarget,
+    window: Window,
+    step_seconds: u32,
+) -> (Option<Workload>, Option<PodSeries>) {
+    let (pods_listed, listed) = oneshot::channel();
+    let walk = ledger.run(source::KUBERNETES, sources.workload(target, pods_listed));
+    let series = async {
+        // Dropped unsent (the walk failed or found no pods): no series to read.
+        let listed = listed.await.ok()?;
+        if listed.pods.is_empty() {
+            return None;
+        }
+        ledger
+            .run(
+                source::POD_SERIES,
+                sources.pod_series(
+                    &listed.namespace,
+                    &listed.pods,
+                    window.start,
+                    window.end,
+                    step_seconds,
+                ),
+            )
+            .await
+    };
+    tokio::join!(walk, series)
+}
+
+/// The workload question for the culprit target group the breakdown named.
+fn culprit_target(
+    breakdown: &AlbAnalysis,
+    alb: &AlbEvidence,
+    bindings: Option<TargetGroupBindings>,
+) -> Option<WorkloadTarget> {
+    let culprit = breakdown.summaries.iter().find(|s| s.culprit)?;
+    let group = alb.groups.iter().find(|g| g.group.arn == culprit.arn)?;
+    Some(WorkloadTarget {
+        cluster: group
+            .tags
+            .as_ref()
+            .and_then(|t| t.get("elbv2.k8s.aws/cluster").cloned()),
+        target_group_arn: group.group.arn.clone(),
+        target_group_name: group.group.name.clone(),
+        service_hint: culprit.kubernetes_service.clone(),
+        bindings,
+    })
+}
+
+/// Rounds `t` down to a multiple of the period, as CloudWatch aligns periods.
+fn align(t: DateTime<Utc>, period_seconds: u32) -> DateTime<Utc> {
+    let period = i64::from(period_seconds.max(1));
+    let seconds = t.timestamp() - t.timestamp().rem_euclid(period);
+    DateTime::from_timestamp(seconds, 0).unwrap_or(t)
+}
