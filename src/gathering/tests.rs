@@ -282,7 +282,9 @@ async fn the_critical_path_is_two_aws_steps_and_three_cluster_steps() {
         .and_then(|b| b.summaries.iter().find(|s| s.culprit));
     assert_eq!(
         culprit.map(|c| c.name.as_str()),
-        Some("tg0"), "{:#?}", got.breakdown
+        Some("tg0"),
+        "{:#?}",
+        got.breakdown
     );
     assert!(got.evidence.workload.is_some());
     assert!(got.evidence.pod_series.is_some(), "{:?}", got.evidence.gaps);

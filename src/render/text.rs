@@ -14,8 +14,20 @@ const WIDTH: usize = 80;
 /// Renders the report as plain text.
 pub fn render(d: &Diagnosis) -> String {
     let mut out = String::new();
-    let a = &d.alarm;
-    push_wrapped(&mut out, "", &capitalise(&one_line(&d.headline)));
+    header(&mut out, d);
+    alarm_section(&mut out, d);
+    behaviour_section(&mut out, d);
+    findings_section(&mut out, d);
+    workload_section(&mut out, d);
+    gaps_section(&mut out, d);
+    next_steps_section(&mut out, d);
+    links_section(&mut out, d);
+    out
+}
+
+/// The headline and the report's identity.
+fn header(out: &mut String, d: &Diagnosis) {
+    push_wrapped(out, "", &capitalise(&one_line(&d.headline)));
     let _ = writeln!(
         out,
         "Severity {} | {} {} | {}",
@@ -28,10 +40,14 @@ pub fn render(d: &Diagnosis) -> String {
         d.generated_at.format("%Y-%m-%d %H:%M UTC")
     );
     out.push('\n');
+}
 
-    field(&mut out, "Alarm", &one_line(&a.name));
+/// What the alarm is and why it fired.
+fn alarm_section(out: &mut String, d: &Diagnosis) {
+    let a = &d.alarm;
+    field(out, "Alarm", &one_line(&a.name));
     field(
-        &mut out,
+        out,
         "State",
         &format!(
             "{} (was {}) since {}",
@@ -41,7 +57,7 @@ pub fn render(d: &Diagnosis) -> String {
         ),
     );
     field(
-        &mut out,
+        out,
         "Account",
         &format!(
             "{} in {}",
@@ -51,19 +67,22 @@ pub fn render(d: &Diagnosis) -> String {
                 .map_or_else(|| one_line(&a.region_name), one_line)
         ),
     );
-    field(&mut out, "Watches", &one_line(&a.metric));
+    field(out, "Watches", &one_line(&a.metric));
     if let Some(condition) = condition(d) {
-        field(&mut out, "Condition", &condition);
+        field(out, "Condition", &condition);
     }
     if let Some(description) = &a.description {
-        field(&mut out, "About", &one_line(description));
+        field(out, "About", &one_line(description));
     }
-    field(&mut out, "Reason", &one_line(&a.reason));
+    field(out, "Reason", &one_line(&a.reason));
     out.push('\n');
+}
 
+/// How the alarm behaved over the lookback.
+fn behaviour_section(out: &mut String, d: &Diagnosis) {
     let c = &d.classification;
     field(
-        &mut out,
+        out,
         "Behaviour",
         &format!("{}: {}", c.behaviour.as_str(), one_line(&c.explanation)),
     );
@@ -84,9 +103,12 @@ pub fn render(d: &Diagnosis) -> String {
             )
         )
     };
-    field(&mut out, "ALARM 24 h", &timeline);
+    field(out, "ALARM 24 h", &timeline);
     out.push('\n');
+}
 
+/// Every hypothesis with its verdict, numbers and sparklines.
+fn findings_section(out: &mut String, d: &Diagnosis) {
     if !d.findings.is_empty() {
         out.push_str("FINDINGS\n");
         for f in &d.findings {
@@ -95,11 +117,11 @@ pub fn render(d: &Diagnosis) -> String {
                 Verdict::Refuted => "[refuted]     ",
                 Verdict::Inconclusive => "[inconclusive]",
             };
-            push_wrapped(&mut out, &format!("  {mark} "), &one_line(&f.hypothesis));
-            push_wrapped(&mut out, "      ", &one_line(&f.summary));
+            push_wrapped(out, &format!("  {mark} "), &one_line(&f.hypothesis));
+            push_wrapped(out, "      ", &one_line(&f.summary));
             for e in &f.evidence {
                 push_wrapped(
-                    &mut out,
+                    out,
                     "      - ",
                     &format!("{}: {}", one_line(&e.name), one_line(&e.display_value())),
                 );
@@ -110,7 +132,7 @@ pub fn render(d: &Diagnosis) -> String {
                 .filter(|s| s.values.iter().any(Option::is_some))
             {
                 push_wrapped(
-                    &mut out,
+                    out,
                     "      - ",
                     &format!("{}: {}", one_line(&s.label), series_sparkline(s, 30)),
                 );
@@ -118,10 +140,13 @@ pub fn render(d: &Diagnosis) -> String {
         }
         out.push('\n');
     }
+}
 
+/// The pods behind the culprit, one line each.
+fn workload_section(out: &mut String, d: &Diagnosis) {
     if let Some(w) = &d.workload {
         push_wrapped(
-            &mut out,
+            out,
             "",
             &format!(
                 "WORKLOAD {}/{}{}{}",
@@ -160,7 +185,7 @@ pub fn render(d: &Diagnosis) -> String {
             );
         }
         push_wrapped(
-            &mut out,
+            out,
             "  ",
             &format!(
                 "* cores used, 90th percentile while the alarm breached{}",
@@ -172,30 +197,32 @@ pub fn render(d: &Diagnosis) -> String {
         );
         out.push('\n');
     }
+}
 
+/// What could not be read, and why.
+fn gaps_section(out: &mut String, d: &Diagnosis) {
     if !d.evidence_gaps.is_empty() {
         out.push_str("NOT CHECKED\n");
         for g in &d.evidence_gaps {
             push_wrapped(
-                &mut out,
+                out,
                 "  - ",
                 &format!("{}: {}", one_line(&g.source), one_line(&g.reason)),
             );
         }
         out.push('\n');
     }
+}
 
+/// Proposals with their read-only commands.
+fn next_steps_section(out: &mut String, d: &Diagnosis) {
     if !d.next_steps.is_empty() {
         out.push_str("NEXT STEPS (proposals; alarm-triage changes nothing)\n");
         for (i, s) in d.next_steps.iter().enumerate() {
-            push_wrapped(&mut out, &format!("  {}. ", i + 1), &one_line(&s.proposal));
-            push_wrapped(
-                &mut out,
-                "     ",
-                &format!("Why: {}", one_line(&s.rationale)),
-            );
+            push_wrapped(out, &format!("  {}. ", i + 1), &one_line(&s.proposal));
+            push_wrapped(out, "     ", &format!("Why: {}", one_line(&s.rationale)));
             if let Some(t) = &s.trade_offs {
-                push_wrapped(&mut out, "     ", &format!("Trade-offs: {}", one_line(t)));
+                push_wrapped(out, "     ", &format!("Trade-offs: {}", one_line(t)));
             }
             for cmd in &s.commands {
                 let _ = writeln!(out, "     {} {}", prompt(&cmd.tool), one_line(&cmd.text));
@@ -203,7 +230,10 @@ pub fn render(d: &Diagnosis) -> String {
         }
         out.push('\n');
     }
+}
 
+/// Console pages, then remarks about the report.
+fn links_section(out: &mut String, d: &Diagnosis) {
     if !d.links.is_empty() {
         out.push_str("LINKS\n");
         for l in &d.links {
@@ -212,9 +242,8 @@ pub fn render(d: &Diagnosis) -> String {
         out.push('\n');
     }
     for note in &d.notes {
-        push_wrapped(&mut out, "", &format!("Note: {}", one_line(note)));
+        push_wrapped(out, "", &format!("Note: {}", one_line(note)));
     }
-    out
 }
 
 fn prompt(tool: &str) -> &'static str {
