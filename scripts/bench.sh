@@ -2,8 +2,12 @@
 # Benchmarks of the diagnose function against the local world (figures, not
 # pass/fail: this machine is shared). Builds release binaries first.
 #
-#  1. latency: 100 ms injected in front of every AWS call; one world-1 diagnosis;
-#     wall time of evidence gathering and the number of API calls;
+#  1. latency: 100 ms injected in front of every AWS call; world-1 diagnoses;
+#     wall time of evidence gathering and the number of API calls; then the
+#     depth of the critical path: d = 0, 100, 200, 400 ms before every AWS
+#     call, then before every Kubernetes API and Prometheus request, median
+#     of 3 diagnoses per d, and the least-squares slope of gathering time over
+#     d for each (scripts/bench_depth.py): its dependent round trips;
 #  2. start-up: release diagnose binary, process start to its first poll of the
 #     Lambda runtime API (median of 20 starts);
 #  3. memory: peak RSS of the release diagnose binary serving one world-1
@@ -22,37 +26,106 @@ state=.world/bench
 world=tests/worlds/alb-flapping-worker-ceiling
 trap 'for s in "$state" "$state-rss" "$state-notify"; do $python infra/local/stack.py down --state "$s" >/dev/null 2>&1 || true; done' EXIT
 
-echo "== 1. latency: world 1, without and with 100 ms before every AWS call"
+echo "== 1. latency: world 1, without and with 100 ms before every AWS call; depth of the critical path"
 $python infra/local/stack.py up "$world" --state "$state" >/dev/null
 source "$state/env"
 event=$($python infra/local/stack.py deliver --state "$state")
-echo "   without injected latency (moto's own processing):"
-for run in 0; do
-  target/release/alarm-triage replay "$event" --no-publish --format json > "$state/diagnosis-$run.json"
-  $python - "$state/diagnosis-$run.json" <<'PY'
+# Replays print only: publishing needs --publish.
+# diagnose OUT SERIES DELAY: one diagnosis of the event, its JSON report in OUT, recorded for bench_depth.py.
+depth_runs="$state/depth.tsv"
+: > "$depth_runs"
+diagnose() {
+  target/release/alarm-triage replay "$event" --format json > "$1"
+  printf '%s\t%s\t%s\n' "$2" "$3" "$1" >> "$depth_runs"
+}
+# set_delay URL RULE DELAY: the server's rules become RULE with DELAY ms (none for 0);
+# rules accumulate and the first match wins, so the old ones go first.
+set_delay() {
+  curl -sSf -X DELETE "$1/_alarm_triage/faults" >/dev/null
+  if [ "$3" -gt 0 ]; then
+    curl -sSf -X POST "$1/_alarm_triage/faults" -d "{\"rules\":[{$2,\"delay_ms\":$3}]}" >/dev/null
+  fi
+}
+delays=(0 100 200 400)
+
+# AWS: every call to moto held back d ms.
+for delay in "${delays[@]}"; do
+  set_delay "$AWS_ENDPOINT_URL" '"service":"*","operation":"*"' "$delay"
+  if [ "$delay" = 0 ]; then echo "   without injected latency (moto's own processing):"; fi
+  if [ "$delay" = 100 ]; then
+    echo "   with 100 ms injected:"
+    curl -sSf -X DELETE "$AWS_ENDPOINT_URL/_alarm_triage/calls" >/dev/null
+  fi
+  for run in 1 2 3; do
+    out="$state/diagnosis-aws-$delay-$run.json"
+    diagnose "$out" AWS "$delay"
+    case "$delay" in
+      0) $python - "$out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 print(f"   gathering {d['timings']['total_ms']} ms")
 PY
-done
-echo "   with 100 ms injected:"
-curl -s -X DELETE "$AWS_ENDPOINT_URL/_alarm_triage/calls" >/dev/null
-curl -s -X POST "$AWS_ENDPOINT_URL/_alarm_triage/faults" -d '{"rules":[{"service":"*","operation":"*","delay_ms":100}]}' >/dev/null
-for run in 1 2 3; do
-  target/release/alarm-triage replay "$event" --no-publish --format json > "$state/diagnosis-$run.json"
-  $python - "$state/diagnosis-$run.json" <<'PY'
+      ;;
+      100) $python - "$out" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 t = d["timings"]
 slowest = max(t["sources"], key=lambda s: s["ms"])
 print(f"   gathering {t['total_ms']} ms over {len(t['sources'])} timed sources (slowest {slowest['source']} {slowest['ms']} ms); {len(d['evidence_gaps'])} gaps")
 PY
-done
-curl -s "$AWS_ENDPOINT_URL/_alarm_triage/calls" | $python -c '
+      ;;
+    esac
+  done
+  if [ "$delay" = 100 ]; then
+    curl -sSf "$AWS_ENDPOINT_URL/_alarm_triage/calls" | $python -c '
 import json, sys
 calls = json.load(sys.stdin)["calls"]
 print(f"   {sum(calls.values()) // 3} AWS API calls per diagnosis:", ", ".join(f"{k} x{v // 3}" for k, v in sorted(calls.items())))'
-echo "   budget: (2 dependent steps + 1) x 100 ms = 300 ms (target groups -> their metrics, tags, attributes and health)"
+    echo "   budget: (2 dependent steps + 1) x 100 ms = 300 ms (target groups -> their metrics, tags, attributes and health)"
+  fi
+done
+set_delay "$AWS_ENDPOINT_URL" "" 0
+
+# Kubernetes + Prometheus: every request to the API server and to the
+# Prometheus fault proxy held back d ms (admin and health paths never match).
+# The bot reaches Prometheus through the API server's service proxy
+# (PROMETHEUS_SERVICE), or through the fault proxy when PROMETHEUS_URL is
+# PROMETHEUS_FAULT_URL; either way one delay per request, as the API server
+# forwards to Prometheus itself, not to the proxy. The call counts say which.
+kube_servers=("$KUBE_API_URL")
+if [ -n "${PROMETHEUS_FAULT_URL:-}" ]; then kube_servers+=("$PROMETHEUS_FAULT_URL"); fi
+for url in "${kube_servers[@]}"; do curl -sSf -X DELETE "$url/_alarm_triage/calls" >/dev/null; done
+for delay in "${delays[@]}"; do
+  for url in "${kube_servers[@]}"; do set_delay "$url" '"path":".*"' "$delay"; done
+  for run in 1 2 3; do
+    diagnose "$state/diagnosis-kube-$delay-$run.json" Kubernetes+Prometheus "$delay"
+  done
+done
+for url in "${kube_servers[@]}"; do set_delay "$url" "" 0; done
+runs=$(( ${#delays[@]} * 3 ))
+# Everything at once: the TargetGroupBindings listing hides behind the AWS
+# calls, so the whole path is 2 AWS + 3 cluster round trips.
+for delay in "${delays[@]}"; do
+  set_delay "$AWS_ENDPOINT_URL" '"service":"*","operation":"*"' "$delay"
+  for url in "${kube_servers[@]}"; do set_delay "$url" '"path":".*"' "$delay"; done
+  for run in 1 2 3; do
+    diagnose "$state/diagnosis-all-$delay-$run.json" All "$delay"
+  done
+done
+set_delay "$AWS_ENDPOINT_URL" "" 0
+for url in "${kube_servers[@]}"; do set_delay "$url" "" 0; done
+curl -sSf "$KUBE_API_URL/_alarm_triage/calls" | $python -c '
+import json, sys
+runs, calls = int(sys.argv[1]), json.load(sys.stdin)["calls"]
+print(f"   {sum(calls.values()) / runs:g} Kubernetes API requests per diagnosis:", ", ".join(f"{k} x{v / runs:g}" for k, v in sorted(calls.items())))' "$runs"
+if [ -n "${PROMETHEUS_FAULT_URL:-}" ]; then
+  curl -sSf "$PROMETHEUS_FAULT_URL/_alarm_triage/calls" | $python -c '
+import json, sys
+runs, calls = int(sys.argv[1]), json.load(sys.stdin)["calls"]
+print(f"   {sum(calls.values()) / runs:g} requests per diagnosis to Prometheus directly (fault proxy):", ", ".join(f"{k} x{v / runs:g}" for k, v in sorted(calls.items())) or "none")' "$runs"
+fi
+echo "   critical path: gathering time over a delay d before every request of one kind (median of 3 per d; slope = dependent round trips):"
+$python scripts/bench_depth.py "$depth_runs"
 $python infra/local/stack.py down --state "$state" >/dev/null
 
 echo "== 2. start-up: process start to first poll of the runtime API (release)"

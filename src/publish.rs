@@ -162,7 +162,7 @@ pub trait DiagnosisPublisher: Send + Sync {
     fn publish(&self, outgoing: &Outgoing) -> impl Future<Output = Result<Vec<String>>> + Send;
 }
 
-/// Publishes nowhere (offline replays, `--no-publish`).
+/// Publishes nowhere (offline replays, and replays without `--publish`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct NoPublisher;
 

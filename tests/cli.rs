@@ -44,7 +44,7 @@ fn an_alb_alarm_replayed_offline_prints_the_verdict_first_and_exits_0() {
 #[test]
 fn every_format_prints_its_rendering() {
     for (format, marker) in [
-        ("json", "\"schema\": \"alarm-triage/diagnosis/v1\""),
+        ("json", "\"schema\":\"alarm-triage/diagnosis/v1\""),
         ("slack", "\"blocks\""),
         ("chat", "\"source\": \"custom\""),
         ("text", "NEXT STEPS"),
@@ -156,4 +156,46 @@ fn out_dir_receives_every_rendering() {
         stdout(&out).trim_end(),
         "the email body is the text report"
     );
+}
+
+/// Two alarm records in one SNS event print two JSON documents, one per line.
+#[test]
+fn a_batch_in_json_prints_one_document_per_line() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let single: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(format!(
+            "{root}/events/sns-alb-alarm-target-response-time.json"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let first = single["Records"][0].clone();
+    let mut second = first.clone();
+    let message = second["Sns"]["Message"]
+        .as_str()
+        .unwrap()
+        .replace("\"AlarmName\":\"", "\"AlarmName\":\"other-");
+    second["Sns"]["Message"] = serde_json::Value::String(message);
+    second["Sns"]["MessageId"] = serde_json::Value::String("second-message".into());
+    let batch = serde_json::json!({ "Records": [first, second] });
+    let dir = std::env::temp_dir().join(format!("alarm-triage-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("batch.json");
+    std::fs::write(&path, batch.to_string()).unwrap();
+
+    let out = replay(&[path.to_str().unwrap(), "--offline", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2, "{text}");
+    let names: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let d: serde_json::Value = serde_json::from_str(l).unwrap();
+            d["alarm"]["name"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert!(names[1].starts_with("other-"), "{names:?}");
+    assert_ne!(names[0], names[1]);
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -414,3 +414,49 @@ async fn prometheus_is_read_directly_when_given_its_url() {
         Some(Verdict::Supported)
     );
 }
+
+/// A laptop with the function's environment must not page people by replaying a capture.
+#[tokio::test]
+async fn a_replay_publishes_only_when_asked_to() {
+    let world = LocalWorld::up("alb-low-traffic-artifact");
+    let event = world.deliver();
+    let queue = world.var("DIAGNOSIS_QUEUE_URL").to_owned();
+    let replay = |extra: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_alarm-triage"))
+            .arg("replay")
+            .arg(&event)
+            .args(["--format", "json"])
+            .args(extra)
+            .envs(world.env.iter())
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .env("AWS_ACCESS_KEY_ID", "testing")
+            .env("AWS_SECRET_ACCESS_KEY", "testing")
+            .output()
+            .unwrap()
+    };
+    let quiet = replay(&[]);
+    let stderr = String::from_utf8_lossy(&quiet.stderr);
+    assert_eq!(quiet.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("pass --publish"), "{stderr}");
+    assert!(
+        world
+            .drain_queue(&queue, 1, Duration::from_secs(3))
+            .await
+            .is_empty(),
+        "nothing reached the queue without --publish"
+    );
+
+    let loud = replay(&["--publish"]);
+    let stderr = String::from_utf8_lossy(&loud.stderr);
+    assert_eq!(loud.status.code(), Some(0), "{stderr}");
+    let printed: Value = serde_json::from_slice(&loud.stdout).unwrap();
+    // The queue directly, and through its subscription to the topic.
+    let sent = world.drain_queue(&queue, 2, Duration::from_secs(10)).await;
+    assert!(!sent.is_empty(), "{stderr}");
+    let id = printed["id"].as_str().unwrap();
+    assert!(sent.iter().all(|m| m.contains(id)), "{sent:?}");
+    assert!(
+        stderr.contains(&format!("published {id} as sns:")),
+        "{stderr}"
+    );
+}

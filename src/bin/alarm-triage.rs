@@ -50,8 +50,12 @@ enum Command {
         /// Also write every rendering (diagnosis.json, email.txt, slack.json, chat.json) into this directory.
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
-        /// Print only; do not publish to DIAGNOSIS_TOPIC_ARN / DIAGNOSIS_QUEUE_URL even when they are set.
-        #[arg(long)]
+        /// Also publish to DIAGNOSIS_TOPIC_ARN / DIAGNOSIS_QUEUE_URL (the people
+        /// subscribed to them are paged). Without it a replay only prints.
+        #[arg(long, conflicts_with = "offline")]
+        publish: bool,
+        /// The default; kept so that older scripts still run.
+        #[arg(long, hide = true, conflicts_with = "publish")]
         no_publish: bool,
     },
 }
@@ -94,7 +98,8 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         format,
         now,
         out_dir,
-        no_publish,
+        publish,
+        no_publish: _,
         world,
     } = cli.command;
     let local = world.as_deref().map(LocalWorld::start).transpose()?;
@@ -157,14 +162,19 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             }
         };
         let sources = AwsSources::new(&aws, &config.cluster);
-        let destinations = if no_publish {
-            Destinations::default()
-        } else {
+        let destinations = if publish {
             Destinations::new(
                 &aws,
                 config.diagnosis_topic_arn.clone(),
                 config.diagnosis_queue_url.clone(),
             )
+        } else {
+            if config.diagnosis_topic_arn.is_some() || config.diagnosis_queue_url.is_some() {
+                eprintln!(
+                    "alarm-triage: printing only; pass --publish to send to DIAGNOSIS_TOPIC_ARN / DIAGNOSIS_QUEUE_URL"
+                );
+            }
+            Destinations::default()
         };
         live(sources, destinations, config, &bytes, now).await
     };
@@ -188,11 +198,16 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
                 for receipt in &published {
                     eprintln!("alarm-triage: published {} as {receipt}", d.id);
                 }
-                if !first {
-                    println!();
+                // JSON Lines: one compact document per line, however many records.
+                if let Format::Json = format {
+                    println!("{}", d.to_json()?);
+                } else {
+                    if !first {
+                        println!();
+                    }
+                    println!("{}", rendered(&d, format)?);
                 }
                 first = false;
-                println!("{}", rendered(&d, format)?);
                 if let Some(dir) = &out_dir {
                     write_renderings(&d, dir)?;
                 }

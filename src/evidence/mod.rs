@@ -3,7 +3,7 @@
 //! what to read for an alarm and the queries it takes, and the ports the
 //! adapters implement. Pure: the reading itself is [`crate::gathering`]'s.
 
-#[doc(hidden)]
+#[cfg(any(test, feature = "test-util"))]
 pub mod fake;
 pub mod model;
 pub mod service_map;
