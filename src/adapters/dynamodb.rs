@@ -18,6 +18,11 @@ pub struct DynamoDbThreads {
 }
 
 impl DynamoDbThreads {
+    /// A store over an existing client (tests give it a mocked one).
+    pub fn from_client(client: aws_sdk_dynamodb::Client, table: String) -> Self {
+        DynamoDbThreads { client, table }
+    }
+
     pub fn new(aws: &SdkConfig, table: String) -> Self {
         DynamoDbThreads {
             client: aws_sdk_dynamodb::Client::new(aws),

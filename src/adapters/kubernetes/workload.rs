@@ -555,3 +555,6 @@ async fn node_capacity(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests;
