@@ -1,5 +1,6 @@
 //! Intake + classify + render throughput over every captured event in `events/`,
-//! on one core (a current-thread runtime), offline. Target: 20,000 events/s.
+//! on one core (a current-thread runtime), offline, with the diagnose Lambda's
+//! allocator. Four renderings per event (text, Slack, chat, JSON).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a benchmark fails loudly
 

@@ -102,7 +102,8 @@ for delay in "${delays[@]}"; do
   done
 done
 for url in "${kube_servers[@]}"; do set_delay "$url" "" 0; done
-runs=$(( ${#delays[@]} * 3 ))
+# Both series above (Kubernetes+Prometheus, then everything) counted.
+runs=$(( ${#delays[@]} * 3 * 2 ))
 # Everything at once: the TargetGroupBindings listing hides behind the AWS
 # calls, so the whole path is 2 AWS + 3 cluster round trips.
 for delay in "${delays[@]}"; do

@@ -14,9 +14,13 @@ use std::borrow::Cow;
 /// spaces, so no field can start a line of its own in an email or a chat.
 /// Text without such characters (nearly all of it) is borrowed, not copied.
 pub fn one_line(text: &str) -> Cow<'_, str> {
-    if !text
-        .chars()
-        .any(|c| c.is_control() || is_line_break(c) || is_bidi_control(c))
+    // Printable ASCII (nearly every field) is checked a byte at a time; only
+    // text with other bytes is decoded into characters.
+    let printable_ascii = text.bytes().all(|b| (0x20..0x7f).contains(&b));
+    if printable_ascii
+        || !text
+            .chars()
+            .any(|c| c.is_control() || is_line_break(c) || is_bidi_control(c))
     {
         return Cow::Borrowed(text);
     }

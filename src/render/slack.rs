@@ -20,6 +20,9 @@ pub const MAX_BUTTON_TEXT: usize = 75;
 /// Escapes text for Slack mrkdwn: the three characters Slack asks to escape.
 pub fn escape(text: &str) -> String {
     let text = one_line(text);
+    if !text.bytes().any(|b| matches!(b, b'&' | b'<' | b'>')) {
+        return text.into_owned();
+    }
     let mut out = String::with_capacity(text.len() + 16);
     let mut rest: &str = &text;
     while let Some(at) = rest.find(['&', '<', '>']) {

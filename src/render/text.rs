@@ -296,28 +296,41 @@ fn field(out: &mut String, label: &str, value: &str) {
 /// text can never add a line of its own.
 fn push_wrapped(out: &mut String, lead: &str, text: &str) {
     let text = one_line(text);
-    let indent = " ".repeat(lead.chars().count());
-    let mut line = lead.to_owned();
-    let mut line_len = line.chars().count();
+    let ascii = text.is_ascii();
+    let lead_width = lead.chars().count();
+    out.reserve(lead.len() + text.len() + text.len() / WIDTH * (lead_width + 1) + 1);
+    out.push_str(lead);
+    let mut width = lead_width;
     let mut empty = true;
     for word in text.split(' ').filter(|w| !w.is_empty()) {
-        let word_len = word.chars().count();
-        if !empty && line_len + 1 + word_len > WIDTH {
-            out.push_str(line.trim_end());
-            out.push('\n');
-            line = indent.clone();
-            line_len = line.chars().count();
+        let word_width = if ascii {
+            word.len()
+        } else {
+            word.chars().count()
+        };
+        if !empty && width + 1 + word_width > WIDTH {
+            end_line(out);
+            out.extend(std::iter::repeat_n(' ', lead_width));
+            width = lead_width;
             empty = true;
         }
         if !empty {
-            line.push(' ');
-            line_len += 1;
+            out.push(' ');
+            width += 1;
         }
-        line.push_str(word);
-        line_len += word_len;
+        out.push_str(word);
+        width += word_width;
         empty = false;
     }
-    out.push_str(line.trim_end());
+    end_line(out);
+}
+
+/// Ends the line being written, without the whitespace it may end with.
+fn end_line(out: &mut String) {
+    let kept = out
+        .trim_end_matches(|c: char| c.is_whitespace() && c != '\n')
+        .len();
+    out.truncate(kept);
     out.push('\n');
 }
 
