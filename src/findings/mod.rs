@@ -142,6 +142,12 @@ pub fn decide(
             workload::decide(w, evidence.pod_series.as_ref(), &breach, classification);
         decided.findings.extend(findings);
         decided.workload = Some(summary);
+        // The cluster's TargetGroupBinding settles what AWS's tags or name only suggested.
+        if w.service.source == crate::evidence::service_map::MappingSource::TargetGroupBinding
+            && let Some(culprit) = decided.target_groups.iter_mut().find(|g| g.culprit)
+        {
+            culprit.kubernetes_service = Some(w.service.clone());
+        }
         for (part, reason) in &w.partial {
             decided
                 .notes

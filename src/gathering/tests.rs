@@ -317,3 +317,32 @@ async fn pods_never_listed_mean_no_series_query_and_no_wait() {
             .all(|t| t.source != source::POD_SERIES)
     );
 }
+
+#[tokio::test]
+async fn a_service_the_cluster_confirmed_is_shown_without_a_question_mark() {
+    use crate::evidence::service_map::MappingSource;
+    let mut sources = world_with_a_culprit();
+    if let Some(w) = sources.workload.as_mut() {
+        w.service.source = MappingSource::TargetGroupBinding;
+    }
+    let got = gather(
+        &Collection::Live(sources),
+        &alarm(),
+        Budget::default(),
+        now(),
+    )
+    .await;
+    let d = crate::triage::assemble(
+        &alarm(),
+        crate::diagnosis::ReportKind::Diagnosis,
+        &got,
+        &crate::classify::ClassifierConfig::default(),
+        now(),
+    );
+    let culprit = d
+        .target_groups
+        .iter()
+        .find(|g| g.culprit)
+        .expect("a culprit");
+    assert_eq!(culprit.label(), "tg0 (shop/web)");
+}
