@@ -233,7 +233,7 @@ mod delegation {
         AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
     };
     use crate::evidence::workload::{
-        PodSeries, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
+        PodSeries, PodsListed, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
     };
     use crate::evidence::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
     use crate::history::AlarmHistory;
@@ -305,14 +305,13 @@ mod delegation {
 
         async fn pod_series(
             &self,
-            namespace: &str,
-            pods: &[String],
+            pods: &PodsListed,
             start: DateTime<Utc>,
             end: DateTime<Utc>,
             step_seconds: u32,
         ) -> Result<PodSeries> {
             self.kubernetes
-                .pod_series(namespace, pods, start, end, step_seconds)
+                .pod_series(pods, start, end, step_seconds)
                 .await
         }
     }

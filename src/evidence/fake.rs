@@ -166,6 +166,7 @@ impl KubernetesSource for StaticSources {
         })?;
         tokio::time::sleep(self.latency).await;
         let _ = pods_listed.send(PodsListed {
+            cluster: workload.cluster.clone(),
             namespace: workload.service.namespace.clone(),
             pods: workload.pods.iter().map(|p| p.name.clone()).collect(),
         });
@@ -175,8 +176,7 @@ impl KubernetesSource for StaticSources {
 
     async fn pod_series(
         &self,
-        _: &str,
-        _: &[String],
+        _: &PodsListed,
         _: DateTime<Utc>,
         _: DateTime<Utc>,
         _: u32,

@@ -119,11 +119,11 @@ pub trait KubernetesSource: Send + Sync {
         pods_listed: workload::PodsListedSender,
     ) -> impl Future<Output = Result<workload::Workload>> + Send;
 
-    /// CPU, throttling and memory per pod over `[start, end]`.
+    /// CPU, throttling and memory per pod over `[start, end]`, for the pods
+    /// (and in the cluster) the walk listed.
     fn pod_series(
         &self,
-        namespace: &str,
-        pods: &[String],
+        pods: &workload::PodsListed,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
         step_seconds: u32,
@@ -394,4 +394,4 @@ pub fn group_queries(
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

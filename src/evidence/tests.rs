@@ -1,7 +1,8 @@
 use super::model::{TargetGroup, TargetType};
 use super::*;
 
-fn alarm() -> AlarmNotification {
+/// An ALB latency alarm on `app/x/1` (shared with the gathering's tests).
+pub(crate) fn alarm() -> AlarmNotification {
     serde_json::from_str(
         r#"{"AlarmName":"a","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
             "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:a",
@@ -12,7 +13,8 @@ fn alarm() -> AlarmNotification {
     .unwrap()
 }
 
-fn groups() -> Vec<TargetGroup> {
+/// Six instance-mode target groups `tg0`..`tg5`.
+pub(crate) fn groups() -> Vec<TargetGroup> {
     (0..6)
         .map(|i| TargetGroup {
             arn: format!("arn:tg{i}"),

@@ -38,6 +38,9 @@ pub struct TargetGroupBindings {
 /// time series are queried while the rest of the walk (Deployment, HPA) goes on.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PodsListed {
+    /// The cluster the walk read (configuration, else the target group's tag),
+    /// so that Prometheus behind its service proxy is asked in the same one.
+    pub cluster: Option<String>,
     pub namespace: String,
     pub pods: Vec<String>,
 }

@@ -337,13 +337,7 @@ async fn read_workload<S: KubernetesSource>(
         ledger
             .run(
                 source::POD_SERIES,
-                sources.pod_series(
-                    &listed.namespace,
-                    &listed.pods,
-                    window.start,
-                    window.end,
-                    step_seconds,
-                ),
+                sources.pod_series(&listed, window.start, window.end, step_seconds),
             )
             .await
     };

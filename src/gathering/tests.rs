@@ -4,18 +4,8 @@ use chrono::TimeZone;
 
 use super::*;
 use crate::evidence::fake::StaticSources;
-use crate::evidence::model::{LoadBalancer, TargetGroup, TargetType};
-
-fn alarm() -> AlarmNotification {
-    serde_json::from_str(
-        r#"{"AlarmName":"a","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
-            "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:a",
-            "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE",
-              "Period":60,"EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
-              "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
-    )
-    .unwrap()
-}
+use crate::evidence::model::LoadBalancer;
+use crate::evidence::tests::{alarm, groups};
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 10, 0, 0).unwrap()
@@ -29,16 +19,7 @@ fn world() -> StaticSources {
             dimension: "app/x/1".into(),
             scheme: None,
         }),
-        groups: (0..6)
-            .map(|i| TargetGroup {
-                arn: format!("arn:tg{i}"),
-                name: format!("tg{i}"),
-                dimension: format!("targetgroup/tg{i}/1"),
-                target_type: TargetType::Instance,
-                port: Some(80),
-                protocol: None,
-            })
-            .collect(),
+        groups: groups(),
         ..StaticSources::default()
     }
 }

@@ -15,7 +15,7 @@ use crate::adapters::prometheus::PrometheusEndpoint;
 use crate::error::{Error, Result};
 use crate::evidence::source;
 use crate::evidence::workload::{
-    PodSeries, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
+    PodSeries, PodsListed, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
 };
 pub(crate) use connection::timed_out;
 
@@ -57,7 +57,9 @@ impl KubeSource {
         }
     }
 
-    async fn prometheus(&self) -> Result<PrometheusEndpoint> {
+    /// Prometheus, reached through the cluster the walk read when it is behind
+    /// the API server's service proxy.
+    async fn prometheus(&self, cluster: Option<&str>) -> Result<PrometheusEndpoint> {
         match &self.prometheus {
             None => Err(Error::Source {
                 source_name: source::POD_SERIES,
@@ -70,7 +72,7 @@ impl KubeSource {
             }
             Some(PrometheusAccess::ServiceProxy { namespace, service }) => {
                 let cluster = self
-                    .connect(None)
+                    .connect(cluster)
                     .await
                     .map_err(|e| crate::adapters::prometheus::failure(e.to_string()))?;
                 Ok(PrometheusEndpoint::service_proxy(
@@ -118,15 +120,14 @@ impl crate::evidence::KubernetesSource for KubeSource {
 
     async fn pod_series(
         &self,
-        namespace: &str,
-        pods: &[String],
+        pods: &PodsListed,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
         step_seconds: u32,
     ) -> Result<PodSeries> {
-        self.prometheus()
+        self.prometheus(pods.cluster.as_deref())
             .await?
-            .pod_series(namespace, pods, start, end, step_seconds)
+            .pod_series(&pods.namespace, &pods.pods, start, end, step_seconds)
             .await
     }
 }

@@ -159,6 +159,11 @@ async fn a_bound_service_without_an_hpa_is_walked_to_its_deployment() {
     assert!(w.partial.is_empty(), "{:?}", w.partial);
     let listed = listed.expect("the pods were announced");
     assert_eq!(listed.namespace, "shop");
+    assert_eq!(
+        listed.cluster.as_deref(),
+        Some("prod"),
+        "series are read in the walk's cluster"
+    );
     assert_eq!(listed.pods, ["web-abc-1", "web-abc-2"]);
     assert!(
         asked
