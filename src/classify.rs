@@ -160,7 +160,15 @@ pub fn classify(
         .iter()
         .map(|e| (e.end - e.start).num_seconds())
         .sum();
-    let mean_episode = (!episodes.is_empty()).then(|| alarm_seconds as f64 / episodes.len() as f64);
+    // The mean is over episodes that ended: the current one is still running
+    // (at notification time it has barely begun) and would drag the mean to 0.
+    let ended = if current == AlarmState::Alarm {
+        &episodes[..episodes.len().saturating_sub(1)]
+    } else {
+        &episodes[..]
+    };
+    let ended_seconds: i64 = ended.iter().map(|e| (e.end - e.start).num_seconds()).sum();
+    let mean_episode = (!ended.is_empty()).then(|| ended_seconds as f64 / ended.len() as f64);
     let alarm_cycles = u32::try_from(
         history
             .changes_between(window_start, now)

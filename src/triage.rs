@@ -6,13 +6,14 @@ use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::alarm::AlarmNotification;
 use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify, human_duration};
+use crate::diagnosis::finding::Role;
 use crate::diagnosis::{
     AlarmFacts, Diagnosis, DiagnosisId, Finding, FindingId, Link, MAX_LINK_URL_CHARS, ReportKind,
-    SCHEMA, Severity, Verdict,
+    SCHEMA, Severity,
 };
 use crate::evidence::model::load_balancer_name;
 use crate::evidence::plan;
-use crate::findings::{self, Investigation};
+use crate::findings::{self, Investigation, roles};
 use crate::history::AlarmHistory;
 use crate::next_steps::propose;
 
@@ -33,7 +34,7 @@ pub fn assemble(
         .including(notification);
     let timing = timing_of(&alarm);
     let classification = classify(&history, alarm.new_state, timing, config, now);
-    let decided = findings::decide(&alarm, &classification, investigation);
+    let decided = findings::decide(&alarm, &classification, investigation, now);
 
     let headline = match kind {
         ReportKind::Diagnosis => diagnosis_headline(
@@ -101,12 +102,19 @@ fn diagnosis_headline(
     findings: &[Finding],
     history_known: bool,
 ) -> String {
-    let causes: Vec<&str> = findings
+    // Where first (the culprit target group, whatever the shared-ALB verdict),
+    // then the causes in causal order; context stays out of the headline.
+    let location = findings
         .iter()
-        .filter(|f| {
-            f.verdict != Verdict::Inconclusive || f.id == FindingId::SharedLoadBalancerProblem
-        })
-        .filter_map(|f| f.cause.as_deref())
+        .find(|f| f.id == FindingId::SharedLoadBalancerProblem && f.role != Role::Cause)
+        .and_then(|f| f.cause.as_deref());
+    let causes: Vec<&str> = location
+        .into_iter()
+        .chain(
+            roles::causes(findings)
+                .iter()
+                .filter_map(|f| f.cause.as_deref()),
+        )
         .collect();
     let because = if causes.is_empty() {
         explanation.to_owned()

@@ -27,12 +27,13 @@ pub enum FindingId {
     RecentDeploy,
     ReadinessProbeMissing,
     PendingPods,
+    PodRestarts,
     Unrecognised(String),
 }
 
 impl FindingId {
     /// Every id this version produces, in no particular order.
-    pub const KNOWN: [FindingId; 13] = [
+    pub const KNOWN: [FindingId; 14] = [
         FindingId::AlarmFlapping,
         FindingId::LowTrafficArtifact,
         FindingId::LatencyOutliers,
@@ -46,6 +47,7 @@ impl FindingId {
         FindingId::RecentDeploy,
         FindingId::ReadinessProbeMissing,
         FindingId::PendingPods,
+        FindingId::PodRestarts,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -63,6 +65,7 @@ impl FindingId {
             FindingId::RecentDeploy => "deploy.recent_change",
             FindingId::ReadinessProbeMissing => "pods.readiness_probe_missing",
             FindingId::PendingPods => "capacity.pending_pods",
+            FindingId::PodRestarts => "pods.restarts",
             FindingId::Unrecognised(id) => id,
         }
     }
@@ -107,10 +110,28 @@ pub struct PodCpu {
 pub struct ImbalanceFacts {
     /// The busiest pod at its p90 while breaching.
     pub busiest: Option<PodCpu>,
-    /// Busiest pod over the median pod (median over the breaching periods).
-    pub busiest_over_median: f64,
-    /// Coefficient of variation across pods (median over the breaching periods).
-    pub spread: f64,
+    /// The pods running well above their peers (empty unless imbalance is supported).
+    pub hot: Vec<PodCpu>,
+    /// Busiest pod over the median of the *other* pods (median over the breaching periods).
+    pub hot_over_peers: f64,
+    /// How tightly the other pods agree: their coefficient of variation.
+    pub peers_spread: f64,
+}
+
+/// A pod that restarted, was replaced or is crash-looping around the breach.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PodTurnover {
+    pub pod: String,
+    pub restarts: u32,
+    /// `OOMKilled`, `Error`, `CrashLoopBackOff`, or `new pod` for one started in the window.
+    pub reason: String,
+    pub container: Option<String>,
+}
+
+/// Pods that restarted or started inside the breach window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestartFacts {
+    pub pods: Vec<PodTurnover>,
 }
 
 /// The per-process ceiling the worker-ceiling finding saw.
@@ -174,6 +195,29 @@ pub enum Facts {
     Ceiling(CeilingFacts),
     Throttling(ThrottlingFacts),
     Hpa(HpaFacts),
+    Restarts(RestartFacts),
+}
+
+/// What a finding is to the breach: one of its causes, a hypothesis ruled
+/// out, or context (true, but not why the alarm fired). Headlines and next
+/// steps name causes first, in causal order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Cause,
+    RuledOut,
+    #[default]
+    Context,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Cause => "cause",
+            Role::RuledOut => "ruled out",
+            Role::Context => "context",
+        }
+    }
 }
 
 /// One number (or fact) behind a finding.
@@ -230,6 +274,9 @@ pub struct Finding {
     pub id: FindingId,
     pub hypothesis: String,
     pub verdict: Verdict,
+    /// Cause, ruled out or context: set once every finding is decided.
+    #[serde(default)]
+    pub role: Role,
     /// One sentence with the deciding numbers.
     pub summary: String,
     /// A short clause for the verdict line, when this finding explains the alarm.

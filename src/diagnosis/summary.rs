@@ -85,4 +85,10 @@ pub struct PodSummary {
     pub cpu_limit: Option<f64>,
     /// 90th percentile of the pod's CPU while the alarm breached (cores).
     pub cpu_while_breaching: Option<f64>,
+    /// The last time one of its containers ended, and why (OOMKilled, Error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_termination: Option<crate::evidence::workload::Termination>,
+    /// When its newest container started running (a restart resets it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_since: Option<chrono::DateTime<chrono::Utc>>,
 }

@@ -76,6 +76,45 @@ pub struct PodInfo {
     /// Why a pending pod is not scheduled (from its events).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scheduling_messages: Vec<String>,
+    /// Restarts, terminations and warnings: why a pod may be cold or failing.
+    #[serde(default)]
+    pub lifecycle: PodLifecycle,
+}
+
+/// What happened to a pod's containers, from its status and its warning events.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PodLifecycle {
+    /// When the most recently started container started running.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub running_since: Option<DateTime<Utc>>,
+    /// The most recent termination of any container (`lastState.terminated`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_termination: Option<Termination>,
+    /// Why a container is waiting instead of running (`CrashLoopBackOff`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_reason: Option<String>,
+    /// Warning events about the pod (BackOff, Unhealthy, OOMKilling, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<PodWarning>,
+}
+
+/// A container's previous run ended: how and when.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Termination {
+    pub container: String,
+    /// `OOMKilled`, `Error`, `Completed`, ...
+    pub reason: String,
+    pub exit_code: i32,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// A Warning event about a pod, as `kubectl describe pod` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodWarning {
+    pub reason: String,
+    pub message: String,
+    pub count: u32,
+    pub last_seen: Option<DateTime<Utc>>,
 }
 
 impl PodInfo {
@@ -261,6 +300,7 @@ mod tests {
             created: None,
             containers: vec![container(Some(1.0)), container(None)],
             scheduling_messages: vec![],
+            lifecycle: PodLifecycle::default(),
         };
         assert_eq!(pod.cpu_request(), None);
     }

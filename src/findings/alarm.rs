@@ -80,6 +80,7 @@ pub fn alarm_behaviour(classification: &Classification, history_known: bool) -> 
         )
     };
     Finding {
+        role: Default::default(),
         id: FindingId::AlarmFlapping,
         hypothesis: "The alarm is flapping (repeated OK/ALARM cycles) rather than a sustained breach or a one-off".to_owned(),
         verdict,

@@ -150,10 +150,7 @@ pub fn analyse(
     let findings = vec![
         shared_problem(&summaries, threshold, comparison, breach.is_empty()),
         unhealthy_targets(&summaries),
-    ]
-    .into_iter()
-    .chain(least_outstanding_requests(&summaries))
-    .collect();
+    ];
     AlbAnalysis {
         summaries,
         findings,
@@ -283,6 +280,7 @@ fn shared_problem(
         )
     };
     Finding {
+        role: Default::default(),
         id: FindingId::SharedLoadBalancerProblem,
         hypothesis:
             "The shared load balancer or ingress is the problem (rather than one service behind it)"
@@ -376,6 +374,7 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
         )
     };
     Finding {
+        role: Default::default(),
         id: FindingId::UnhealthyTargets,
         hypothesis: "Unhealthy targets explain the alarm".to_owned(),
         verdict,
@@ -387,17 +386,34 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
     }
 }
 
-fn least_outstanding_requests(summaries: &[TargetGroupSummary]) -> Option<Finding> {
+/// Whether least outstanding requests would help the culprit group: only in
+/// ip mode, and only when some targets are slower or busier than others (a hot
+/// pod, restarted or new pods warming up); with evenly loaded pods it moves
+/// nothing. Decided after the workload findings, which carry that evidence.
+pub fn least_outstanding_requests(
+    summaries: &[TargetGroupSummary],
+    findings: &[Finding],
+) -> Option<Finding> {
     let culprit = summaries.iter().find(|s| s.culprit)?;
     let algorithm = culprit
         .algorithm
         .clone()
         .unwrap_or_else(|| "round_robin".to_owned());
-    let evidence = vec![
+    let mut evidence = vec![
         Evidence::text("target group", culprit.name.clone()),
         Evidence::text("target type", culprit.target_type.clone()),
         Evidence::text("routing algorithm", algorithm.clone()),
     ];
+    let verdict_of = |id: FindingId| findings.iter().find(|f| f.id == id);
+    let uneven: Vec<&Finding> = [FindingId::PodImbalance, FindingId::PodRestarts]
+        .into_iter()
+        .filter_map(verdict_of)
+        .filter(|f| f.verdict == Verdict::Supported)
+        .collect();
+    for f in &uneven {
+        evidence.push(Evidence::text("uneven targets", f.summary.clone()));
+    }
+    let even = verdict_of(FindingId::PodImbalance).filter(|f| f.verdict == Verdict::Refuted);
     let (verdict, summary) = match (TargetType::parse(&culprit.target_type), algorithm.as_str()) {
         (TargetType::Instance, _) => (
             Verdict::Refuted,
@@ -414,13 +430,30 @@ fn least_outstanding_requests(summaries: &[TargetGroupSummary]) -> Option<Findin
                 culprit.name
             ),
         ),
-        (TargetType::Ip, _) => (
+        (TargetType::Ip, _) if !uneven.is_empty() => (
             Verdict::Supported,
             format!(
-                "{} targets pods directly (ip mode) with {algorithm}: least outstanding requests would steer new requests away from a slow or busy pod (it adds no capacity).",
+                "{} targets pods directly (ip mode) with {algorithm} while some pods are slower or busier than the others: least outstanding requests would send new requests to the pods with the fewest in flight, away from them (it adds no capacity).",
                 culprit.name
             ),
         ),
+        (TargetType::Ip, _) => match even {
+            Some(f) => (
+                Verdict::Refuted,
+                format!(
+                    "{} is in ip mode with {algorithm}, but the pods are evenly loaded ({}): least outstanding requests only helps when some targets are slower or busier than others.",
+                    culprit.name,
+                    f.summary.trim_end_matches('.')
+                ),
+            ),
+            None => (
+                Verdict::Inconclusive,
+                format!(
+                    "{} is in ip mode with {algorithm}, but whether some pods are slower or busier than others is not known: least outstanding requests only helps then.",
+                    culprit.name
+                ),
+            ),
+        },
         (other, _) => (
             Verdict::Inconclusive,
             format!(
@@ -431,6 +464,7 @@ fn least_outstanding_requests(summaries: &[TargetGroupSummary]) -> Option<Findin
         ),
     };
     Some(Finding {
+        role: Default::default(),
         id: FindingId::LeastOutstandingRequests,
         hypothesis: "Switching the target group to least outstanding requests would help"
             .to_owned(),

@@ -3,6 +3,7 @@
 
 pub mod alarm;
 pub mod alb;
+pub mod roles;
 pub mod traffic;
 pub mod workload;
 
@@ -90,6 +91,7 @@ pub fn decide(
     alarm: &AlarmFacts,
     classification: &Classification,
     investigation: &Investigation,
+    now: DateTime<Utc>,
 ) -> Decided {
     let evidence = &investigation.evidence;
     let mut decided = Decided {
@@ -138,8 +140,13 @@ pub fn decide(
         }
     }
     if let Some(w) = &evidence.workload {
-        let (findings, summary) =
-            workload::decide(w, evidence.pod_series.as_ref(), &breach, classification);
+        let (findings, summary) = workload::decide(
+            w,
+            evidence.pod_series.as_ref(),
+            &breach,
+            classification,
+            now,
+        );
         decided.findings.extend(findings);
         decided.workload = Some(summary);
         // The cluster's TargetGroupBinding settles what AWS's tags or name only suggested.
@@ -185,5 +192,9 @@ pub fn decide(
                 .insert(position, traffic::outliers(spread, &breach, threshold));
         }
     }
+    if let Some(lor) = alb::least_outstanding_requests(&decided.target_groups, &decided.findings) {
+        decided.findings.push(lor);
+    }
+    roles::assign(&mut decided.findings);
     decided
 }

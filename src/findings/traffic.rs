@@ -131,6 +131,7 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
         ),
     };
     Finding {
+        role: Default::default(),
         id: FindingId::LowTrafficArtifact,
         hypothesis: "The breach is a low-traffic artifact: a few slow requests on a near-idle target inflate the Average".to_owned(),
         verdict,
@@ -207,6 +208,7 @@ pub fn outliers(spread: Spread<'_>, breach: &[DateTime<Utc>], threshold: f64) ->
         ),
     };
     Finding {
+        role: Default::default(),
         id: FindingId::LatencyOutliers,
         hypothesis: "A few outliers drive the Average (rather than broad slowness)".to_owned(),
         verdict,

@@ -7,24 +7,35 @@ use chrono::{DateTime, Duration, Utc};
 use super::traffic::{median, round};
 use crate::classify::{Classification, human_duration};
 use crate::diagnosis::finding::{
-    CeilingFacts, HpaBounds, HpaFacts, ImbalanceFacts, PodCpu, ThrottlingFacts,
+    CeilingFacts, HpaBounds, HpaFacts, ImbalanceFacts, PodCpu, PodTurnover, RestartFacts,
+    ThrottlingFacts,
 };
 use crate::diagnosis::summary::{PodSummary, WorkloadSummary};
 use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
-use crate::evidence::workload::{PodSeries, Workload};
+use crate::evidence::workload::{PodInfo, PodSeries, Workload};
 use crate::series::Series;
 
 /// Pods whose CPU spread is below this coefficient of variation move together.
 const TOGETHER_CV: f64 = 0.25;
-/// One pod at this multiple of the median, with a wide spread, is imbalance.
-const HOT_RATIO: f64 = 3.0;
-const HOT_CV: f64 = 0.6;
+/// Round robin sends every pod the same share of requests, so identical pods
+/// burn about the same CPU: the hottest pod at this multiple of the median of
+/// the others, while the others agree (spread under [`PEERS_AGREE`]), is hot.
+const HOT_OVER_PEERS: f64 = 1.5;
+const PEERS_AGREE: f64 = 0.25;
+/// ... and at this multiple it stands out even from peers that scatter.
+const HOT_OVER_SCATTERED_PEERS: f64 = 3.0;
+/// A pod is busy at this share of its CPU request ...
+const BUSY_SHARE_OF_REQUEST: f64 = 0.25;
+/// ... or, when it requests none, at this many cores.
+const BUSY_CORES_WITHOUT_REQUEST: f64 = 0.1;
 /// A plateau within this many cores of a whole number of cores is a per-process ceiling.
 const NEAR_INTEGER: f64 = 0.15;
 /// ... when it also stays below this share of the CPU limit.
 const BELOW_LIMIT: f64 = 0.85;
 /// Usage at this share of the limit is at the limit.
 const AT_LIMIT: f64 = 0.95;
+/// A restart this long before the breach began can still explain it (a cold pod).
+const RESTART_LEAD: Duration = Duration::minutes(30);
 /// A deploy this long before the first transition may have caused it.
 const DEPLOY_WINDOW: Duration = Duration::hours(2);
 
@@ -87,29 +98,13 @@ fn percentile(values: &[f64], p: f64) -> Option<f64> {
     sorted.get(rank).copied()
 }
 
-fn spread(values: &[f64]) -> Option<(f64, f64)> {
-    if values.len() < 2 {
-        return None;
-    }
-    let mean = values.iter().sum::<f64>() / values.len() as f64;
-    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
-    let cv = if mean > 0.0 {
-        variance.sqrt() / mean
-    } else {
-        0.0
-    };
-    let mut sorted = values.to_vec();
-    let med = median(&mut sorted)?;
-    let max = values.iter().copied().fold(f64::MIN, f64::max);
-    Some((cv, if med > 0.0 { max / med } else { f64::INFINITY }))
-}
-
 /// The workload findings and summary.
 pub fn decide(
     workload: &Workload,
     series: Option<&PodSeries>,
     breach: &[DateTime<Utc>],
     classification: &Classification,
+    now: DateTime<Utc>,
 ) -> (Vec<Finding>, WorkloadSummary) {
     // Without breaching periods, the last 30 minutes of series stand in.
     let periods: Vec<DateTime<Utc>> = if breach.is_empty() {
@@ -156,13 +151,24 @@ pub fn decide(
                 cpu_request: p.cpu_request(),
                 cpu_limit: p.cpu_limit(),
                 cpu_while_breaching: plateau(&p.name).map(|v| round(v, 3)),
+                last_termination: p.lifecycle.last_termination.clone(),
+                running_since: p.lifecycle.running_since,
             })
             .collect(),
         series_origin: series.map(|s| s.origin.clone()),
     };
 
+    // Restarts matter from a little before the breach (or the episode) began.
+    let window_start = breach
+        .first()
+        .copied()
+        .into_iter()
+        .chain(classification.figures.episode_started_at)
+        .min()
+        .map(|t| crate::instants::earlier(t, RESTART_LEAD));
     let findings = vec![
-        imbalance(workload, series, used.as_ref()),
+        imbalance(workload, series, used.as_ref(), now),
+        restarts(workload, window_start, now),
         ceiling(&running, &plateau, series.is_some()),
         throttling(&running, series, &periods, &plateau),
         hpa(workload, used.as_ref(), &running),
@@ -173,34 +179,144 @@ pub fn decide(
     (findings, summary)
 }
 
-fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usage>) -> Finding {
+/// How the pods' CPU compares, period by period, summarised over the breach.
+struct PeerComparison {
+    /// Hottest pod over the median of the others.
+    hot_over_peers: f64,
+    /// Coefficient of variation of the others.
+    peers_spread: f64,
+    /// Coefficient of variation of all pods.
+    spread: f64,
+}
+
+/// The hottest pod of each period against the median of the *others*, and
+/// how tightly the others agree: one hot pod among equal peers stands out
+/// however many peers there are.
+fn compare_peers(by_period: &[Vec<f64>]) -> Option<PeerComparison> {
+    let mut ratios = Vec::new();
+    let mut peer_spreads = Vec::new();
+    let mut spreads = Vec::new();
+    for values in by_period.iter().filter(|v| v.len() >= 2) {
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let Some((hottest, others)) = sorted.split_last() else {
+            continue;
+        };
+        let mut peers = others.to_vec();
+        let peer_median = median(&mut peers).unwrap_or(0.0);
+        ratios.push(if peer_median > 0.0 {
+            hottest / peer_median
+        } else if *hottest > 0.0 {
+            f64::INFINITY
+        } else {
+            1.0
+        });
+        peer_spreads.push(variation(others));
+        spreads.push(variation(values));
+    }
+    Some(PeerComparison {
+        hot_over_peers: median(&mut ratios)?,
+        peers_spread: median(&mut peer_spreads)?,
+        spread: median(&mut spreads)?,
+    })
+}
+
+/// Coefficient of variation (0 for fewer than two values or a zero mean).
+fn variation(values: &[f64]) -> f64 {
+    if values.len() < 2 {
+        return 0.0;
+    }
+    let mean = values.iter().sum::<f64>() / values.len() as f64;
+    if mean <= 0.0 {
+        return 0.0;
+    }
+    let variance = values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / values.len() as f64;
+    variance.sqrt() / mean
+}
+
+/// Whether a pod at `cores` does real work: a quarter of its request, or a
+/// tenth of a core when it sets none.
+fn busy(cores: f64, request: Option<f64>) -> bool {
+    match request {
+        Some(r) if r > 0.0 => cores >= BUSY_SHARE_OF_REQUEST * r,
+        _ => cores >= BUSY_CORES_WITHOUT_REQUEST,
+    }
+}
+
+/// "restarted 2 times, last OOMKilled 25 min ago; running 24 min" for a pod, or nothing.
+fn lifecycle_note(pod: &PodInfo, now: DateTime<Utc>) -> Option<String> {
+    let mut parts = Vec::new();
+    if pod.restarts > 0 {
+        let last = pod.lifecycle.last_termination.as_ref().map(|t| {
+            format!(
+                ", last {}{}",
+                t.reason,
+                t.finished_at
+                    .map(|at| format!(" {} ago", human_duration(now - at)))
+                    .unwrap_or_default()
+            )
+        });
+        parts.push(format!(
+            "restarted {}{}",
+            crate::classify::plural(pod.restarts, "time"),
+            last.unwrap_or_default()
+        ));
+    }
+    if let Some(waiting) = &pod.lifecycle.waiting_reason {
+        parts.push(format!("waiting: {waiting}"));
+    }
+    if let Some(since) = pod.lifecycle.running_since.or(pod.created) {
+        parts.push(format!("running for {}", human_duration(now - since)));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+fn imbalance(
+    workload: &Workload,
+    series: Option<&PodSeries>,
+    used: Option<&Usage>,
+    now: DateTime<Utc>,
+) -> Finding {
     let mut evidence = Vec::new();
     let mut facts = Facts::None;
-    let (verdict, summary, cause) = match (series, used) {
-        (Some(_), Some(u)) if u.by_pod.len() >= 2 => {
-            let spreads: Vec<(f64, f64)> = u.by_period.iter().filter_map(|v| spread(v)).collect();
-            let mut cvs: Vec<f64> = spreads.iter().map(|s| s.0).collect();
-            let mut ratios: Vec<f64> = spreads.iter().map(|s| s.1).collect();
-            let cv = median(&mut cvs).unwrap_or(0.0);
-            let ratio = median(&mut ratios).unwrap_or(1.0);
+    let (verdict, summary, cause) = match (
+        series,
+        used,
+        used.and_then(|u| compare_peers(&u.by_period)),
+    ) {
+        (Some(_), Some(u), Some(peers)) if u.by_pod.len() >= 2 => {
+            let PeerComparison {
+                hot_over_peers: ratio,
+                peers_spread,
+                spread,
+            } = peers;
             evidence.push(Evidence::number(
-                "coefficient of variation across pods (median while breaching)",
-                round(cv, 3),
-                "",
-            ));
-            evidence.push(Evidence::number(
-                "busiest pod / median pod (median while breaching)",
+                "hottest pod / median of the other pods (median while breaching)",
                 round(ratio, 2),
+                "x",
+            ));
+            evidence.push(Evidence::number(
+                "spread of the other pods (coefficient of variation, median while breaching)",
+                round(peers_spread, 3),
                 "",
             ));
-            for (pod, values) in &u.by_pod {
-                if let Some(p90) = percentile(values, 90.0) {
-                    evidence.push(Evidence::number(
-                        &format!("{pod} CPU (p90 while breaching)"),
-                        round(p90, 3),
-                        "cores",
-                    ));
-                }
+            evidence.push(Evidence::number(
+                "spread of all pods (coefficient of variation, median while breaching)",
+                round(spread, 3),
+                "",
+            ));
+            let mut plateaus: Vec<(&str, f64)> = u
+                .by_pod
+                .iter()
+                .filter_map(|(pod, v)| Some((pod.as_str(), percentile(v, 90.0)?)))
+                .collect();
+            plateaus.sort_by(|a, b| b.1.total_cmp(&a.1));
+            for (pod, p90) in &plateaus {
+                evidence.push(Evidence::number(
+                    &format!("{pod} CPU (p90 while breaching)"),
+                    round(*p90, 3),
+                    "cores",
+                ));
             }
             let missing: Vec<&str> = workload
                 .pods
@@ -216,35 +332,99 @@ fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usag
                     missing.join(", "),
                 ));
             }
-            let hottest = u
-                .by_pod
+            let info = |name: &str| workload.pods.iter().find(|p| p.name == name);
+            let hottest = plateaus.first().copied();
+            let hottest_busy = hottest
+                .is_some_and(|(pod, cores)| busy(cores, info(pod).and_then(PodInfo::cpu_request)));
+            let stands_out = (ratio >= HOT_OVER_PEERS && peers_spread <= PEERS_AGREE)
+                || ratio >= HOT_OVER_SCATTERED_PEERS;
+            // Hot pods: those at HOT_OVER_PEERS times the median of the pods below the hottest.
+            let peer_level = {
+                let mut rest: Vec<f64> = plateaus.iter().skip(1).map(|(_, v)| *v).collect();
+                median(&mut rest).unwrap_or(0.0)
+            };
+            let hot: Vec<PodCpu> = plateaus
                 .iter()
-                .filter_map(|(pod, v)| Some((pod, percentile(v, 90.0)?)))
-                .max_by(|a, b| a.1.total_cmp(&b.1));
+                .filter(|(_, v)| *v >= HOT_OVER_PEERS * peer_level && *v > 0.0)
+                .take((plateaus.len() / 2).max(1))
+                .map(|(pod, cores)| PodCpu {
+                    pod: (*pod).to_owned(),
+                    cores: round(*cores, 3),
+                })
+                .collect();
+            let supported = stands_out && hottest_busy && !hot.is_empty();
             facts = Facts::Imbalance(ImbalanceFacts {
                 busiest: hottest.map(|(pod, cores)| PodCpu {
-                    pod: pod.clone(),
+                    pod: pod.to_owned(),
                     cores: round(cores, 3),
                 }),
-                busiest_over_median: ratio,
-                spread: cv,
+                hot: if supported { hot.clone() } else { Vec::new() },
+                hot_over_peers: ratio,
+                peers_spread,
             });
-            if ratio >= HOT_RATIO && cv >= HOT_CV {
-                let (pod, cores) = hottest.map_or(("?".to_owned(), 0.0), |(p, c)| (p.clone(), c));
+            let peers = plateaus.len() - hot.len().max(1);
+            if supported {
+                let names: Vec<String> = hot
+                    .iter()
+                    .map(|h| {
+                        let note = info(&h.pod)
+                            .and_then(|p| lifecycle_note(p, now))
+                            .map(|n| format!(" ({n})"))
+                            .unwrap_or_default();
+                        format!("{} at {:.2} cores{note}", h.pod, h.cores)
+                    })
+                    .collect();
+                let agree = if peers_spread <= PEERS_AGREE {
+                    format!(
+                        "while its {} agree within {:.0} % (around {peer_level:.2} cores)",
+                        crate::classify::plural(peers as u32, "peer"),
+                        peers_spread * 100.0
+                    )
+                } else {
+                    format!(
+                        "above peers that scatter (spread {peers_spread:.2}, median {peer_level:.2} cores)"
+                    )
+                };
+                let (subject, verb) = if hot.len() == 1 {
+                    ("One pod runs hot", "is")
+                } else {
+                    ("A few pods run hot", "are")
+                };
                 (
                     Verdict::Supported,
                     format!(
-                        "One pod carries the load: {pod} at {cores:.2} cores, {ratio:.1}x the median pod (spread {cv:.2})."
+                        "{subject}: {} {verb} {ratio:.1}x the median of the others {agree}.",
+                        names.join("; ")
                     ),
-                    Some(format!(
-                        "one pod hot ({pod}, {cores:.2} cores) while the others idle"
-                    )),
+                    Some(match hot.as_slice() {
+                        [one] => format!(
+                            "one pod hot ({}, {:.2} cores, {ratio:.1}x its peers)",
+                            one.pod, one.cores
+                        ),
+                        many => format!(
+                            "{} pods hot ({}), {ratio:.1}x their peers",
+                            many.len(),
+                            many.iter()
+                                .map(|h| h.pod.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    }),
                 )
-            } else if cv <= TOGETHER_CV {
+            } else if !hottest_busy {
                 (
                     Verdict::Refuted,
                     format!(
-                        "The {} pods move together while breaching (spread {cv:.2}, busiest {ratio:.2}x the median): even saturation, not imbalance.",
+                        "No pod is busy while breaching (the busiest at {:.2} cores): CPU imbalance cannot explain the latency.",
+                        hottest.map_or(0.0, |h| h.1)
+                    ),
+                    None,
+                )
+            } else if spread <= TOGETHER_CV {
+                (
+                    Verdict::Refuted,
+                    format!(
+                        "The {} pods move together while breaching (spread {spread:.2}, hottest {ratio:.2}x the others): the load is shared evenly, not imbalanced.",
                         u.by_pod.len()
                     ),
                     None,
@@ -253,13 +433,13 @@ fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usag
                 (
                     Verdict::Inconclusive,
                     format!(
-                        "Uneven but not one hot pod (spread {cv:.2}, busiest {ratio:.2}x the median)."
+                        "Uneven, but no pod stands out from peers that agree (hottest {ratio:.2}x the others, whose spread is {peers_spread:.2})."
                     ),
                     None,
                 )
             }
         }
-        (Some(_), Some(_)) => (
+        (Some(_), Some(_), _) => (
             Verdict::Inconclusive,
             "Fewer than two pods with CPU series: nothing to balance.".to_owned(),
             None,
@@ -283,7 +463,9 @@ fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usag
     };
     Finding {
         id: FindingId::PodImbalance,
-        hypothesis: "Load is imbalanced across pods (one pod hot, others idle)".to_owned(),
+        role: Default::default(),
+        hypothesis: "Load is imbalanced across pods (one or a few pods hot, the others not)"
+            .to_owned(),
         verdict,
         summary,
         cause,
@@ -307,6 +489,145 @@ fn imbalance(workload: &Workload, series: Option<&PodSeries>, used: Option<&Usag
             })
             .unwrap_or_default(),
         facts,
+    }
+}
+
+/// Pods restarted, crash-looping, or started inside the breach window:
+/// a cold or failing pod serves slowly, and an OOMKill says why.
+fn restarts(
+    workload: &Workload,
+    window_start: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Finding {
+    let mut evidence = Vec::new();
+    let mut turnover = Vec::new();
+    let mut old_restarts = 0;
+    let mut undated_restarts = 0;
+    let inside = |t: Option<DateTime<Utc>>| match (t, window_start) {
+        (Some(t), Some(start)) => t >= start,
+        _ => false,
+    };
+    for pod in &workload.pods {
+        let life = &pod.lifecycle;
+        if let Some(note) = lifecycle_note(pod, now)
+            && (pod.restarts > 0 || life.waiting_reason.is_some())
+        {
+            evidence.push(Evidence::text(&pod.name, note));
+        }
+        for warning in life.warnings.iter().take(3) {
+            evidence.push(Evidence::text(
+                &format!("{} event {}", pod.name, warning.reason),
+                format!("{} (x{})", warning.message, warning.count),
+            ));
+        }
+        let terminated = life.last_termination.as_ref();
+        let reason = if life.waiting_reason.as_deref() == Some("CrashLoopBackOff") {
+            Some("CrashLoopBackOff".to_owned())
+        } else if let Some(t) = terminated.filter(|t| inside(t.finished_at)) {
+            Some(t.reason.clone())
+        } else if inside(pod.created) && pod.restarts == 0 {
+            Some("new pod".to_owned())
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => turnover.push(PodTurnover {
+                pod: pod.name.clone(),
+                restarts: pod.restarts,
+                container: terminated.map(|t| t.container.clone()),
+                reason,
+            }),
+            None if pod.restarts > 0 && terminated.is_some_and(|t| t.finished_at.is_some()) => {
+                old_restarts += 1;
+            }
+            None if pod.restarts > 0 => undated_restarts += 1,
+            None => {}
+        }
+    }
+    if let Some(start) = window_start {
+        evidence.push(Evidence::text(
+            "window considered",
+            format!("since {}", start.format("%Y-%m-%d %H:%M UTC")),
+        ));
+    }
+    let failed: Vec<&PodTurnover> = turnover.iter().filter(|t| t.reason != "new pod").collect();
+    let new: Vec<&PodTurnover> = turnover.iter().filter(|t| t.reason == "new pod").collect();
+    let describe = |list: &[&PodTurnover]| {
+        list.iter()
+            .map(|t| {
+                if t.reason == "new pod" {
+                    t.pod.clone()
+                } else {
+                    format!("{} {}", t.pod, t.reason)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let (verdict, summary, cause) = if workload.pods.is_empty() {
+        (
+            Verdict::Inconclusive,
+            "No pods to inspect.".to_owned(),
+            None,
+        )
+    } else if !failed.is_empty() {
+        (
+            Verdict::Supported,
+            format!(
+                "{} restarted or failing around the breach ({}): a restarted pod starts cold (empty caches, JIT, connection pools) and serves slowly at first.",
+                crate::classify::plural(failed.len() as u32, "pod"),
+                describe(&failed)
+            ),
+            Some(format!("{} (restarted, cold)", describe(&failed))),
+        )
+    } else if !new.is_empty() && new.len() < workload.pods.len() {
+        (
+            Verdict::Supported,
+            format!(
+                "{} started inside the breach window ({}): new pods warm up before they serve at full speed.",
+                crate::classify::plural(new.len() as u32, "pod"),
+                describe(&new)
+            ),
+            Some(format!("{} new pod(s) warming up", new.len())),
+        )
+    } else if undated_restarts > 0 {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{} restarted, but the pods' status does not say when: the restarts may or may not fall in the breach window.",
+                crate::classify::plural(undated_restarts, "pod")
+            ),
+            None,
+        )
+    } else if old_restarts > 0 {
+        (
+            Verdict::Refuted,
+            format!(
+                "{} restarted, but before the breach window: not why the alarm fired now.",
+                crate::classify::plural(old_restarts, "pod")
+            ),
+            None,
+        )
+    } else {
+        (
+            Verdict::Refuted,
+            format!(
+                "None of the {} pods restarted, crash-looped or started inside the breach window.",
+                workload.pods.len()
+            ),
+            None,
+        )
+    };
+    Finding {
+        id: FindingId::PodRestarts,
+        role: Default::default(),
+        hypothesis: "Pods restarted, crashed or were replaced around the breach (OOMKilled, CrashLoopBackOff, new pods)".to_owned(),
+        verdict,
+        summary,
+        cause,
+        evidence,
+        series: Vec::new(),
+        facts: Facts::Restarts(RestartFacts { pods: turnover }),
     }
 }
 
@@ -404,6 +725,7 @@ fn ceiling(
         }
     };
     Finding {
+        role: Default::default(),
         id: FindingId::WorkerCeiling,
         hypothesis: "A per-process (worker or thread) ceiling caps each pod below its CPU limit"
             .to_owned(),
@@ -488,6 +810,7 @@ fn throttling(
         )
     };
     Finding {
+        role: Default::default(),
         id: FindingId::CpuThrottling,
         hypothesis: "CPU throttling at the limit slows the pods".to_owned(),
         verdict,
@@ -532,6 +855,7 @@ fn hpa(
     let mut evidence = workload.hpa.as_ref().map(hpa_evidence).unwrap_or_default();
     let (verdict, summary, cause) = hpa_verdict(workload, used, running, &mut facts, &mut evidence);
     Finding {
+        role: Default::default(),
         id: FindingId::HpaCannotReact,
         hypothesis: "The HPA cannot scale out of this".to_owned(),
         verdict,
@@ -622,6 +946,48 @@ fn hpa_verdict(
             Some("no HPA to add pods".to_owned()),
         );
     };
+    let requests: Vec<(&str, f64)> = running
+        .iter()
+        .filter_map(|p| Some((p.name.as_str(), p.cpu_request()?)))
+        .collect();
+    let measured = match (
+        peak_utilisation(used, &requests),
+        hpa.current_cpu_utilization,
+    ) {
+        (Some(p), _) => Some((p, "the per-pod series")),
+        (None, Some(c)) => Some((
+            f64::from(c),
+            "the HPA's own current utilisation (no time series)",
+        )),
+        (None, None) => None,
+    };
+    if let Some((peak, _)) = measured {
+        facts.peak_utilisation = Some(round(peak, 1));
+        evidence.push(Evidence::number(
+            "peak utilisation as the HPA computes it",
+            round(peak, 1),
+            "% of request",
+        ));
+    }
+    if hpa.current_replicas.is_some_and(|c| c >= hpa.max_replicas) {
+        return (
+            Verdict::Supported,
+            format!(
+                "Already at its maximum of {} replicas{}: it cannot add pods whatever the load.",
+                hpa.max_replicas,
+                measured
+                    .zip(hpa.target_cpu_utilization)
+                    .map(|((peak, _), target)| format!(
+                        " (utilisation {peak:.0} % against a {target} % target)"
+                    ))
+                    .unwrap_or_default()
+            ),
+            Some(format!(
+                "HPA already at its maximum ({} replicas)",
+                hpa.max_replicas
+            )),
+        );
+    }
     let Some(target) = hpa.target_cpu_utilization else {
         return (
             Verdict::Inconclusive,
@@ -632,10 +998,6 @@ fn hpa_verdict(
             None,
         );
     };
-    let requests: Vec<(&str, f64)> = running
-        .iter()
-        .filter_map(|p| Some((p.name.as_str(), p.cpu_request()?)))
-        .collect();
     if requests.is_empty() {
         return (
             Verdict::Supported,
@@ -643,36 +1005,13 @@ fn hpa_verdict(
             Some("HPA blind: no CPU request".to_owned()),
         );
     }
-    if hpa.current_replicas.is_some_and(|c| c >= hpa.max_replicas) {
+    let Some((peak, from)) = measured else {
         return (
-            Verdict::Supported,
-            format!("Already at its maximum of {} replicas.", hpa.max_replicas),
-            Some(format!("HPA already at its maximum ({})", hpa.max_replicas)),
+            Verdict::Inconclusive,
+            "No CPU usage to compare with the target.".to_owned(),
+            None,
         );
-    }
-    let (peak, from) = match (
-        peak_utilisation(used, &requests),
-        hpa.current_cpu_utilization,
-    ) {
-        (Some(p), _) => (p, "the per-pod series"),
-        (None, Some(c)) => (
-            f64::from(c),
-            "the HPA's own current utilisation (no time series)",
-        ),
-        (None, None) => {
-            return (
-                Verdict::Inconclusive,
-                "No CPU usage to compare with the target.".to_owned(),
-                None,
-            );
-        }
     };
-    facts.peak_utilisation = Some(round(peak, 1));
-    evidence.push(Evidence::number(
-        "peak utilisation as the HPA computes it",
-        round(peak, 1),
-        "% of request",
-    ));
     let request = requests.iter().map(|(_, r)| *r).fold(0.0, f64::max);
     if peak < f64::from(target) {
         (
@@ -745,6 +1084,7 @@ fn deploy(workload: &Workload, classification: &Classification) -> Finding {
         ),
     };
     Finding {
+        role: Default::default(),
         id: FindingId::RecentDeploy,
         hypothesis: "A recent deploy caused it".to_owned(),
         cause: (verdict == Verdict::Supported)
@@ -785,6 +1125,7 @@ fn readiness(workload: &Workload) -> Finding {
         )
     };
     Finding {
+        role: Default::default(),
         id: FindingId::ReadinessProbeMissing,
         hypothesis: "Pods behind the load balancer lack a readiness probe".to_owned(),
         verdict,
@@ -845,6 +1186,7 @@ fn pending(workload: &Workload) -> Finding {
         )
     };
     Finding {
+        role: Default::default(),
         id: FindingId::PendingPods,
         hypothesis: "Pods cannot be scheduled (capacity)".to_owned(),
         cause: (verdict == Verdict::Supported).then(|| format!("{} pod(s) pending", pending.len())),

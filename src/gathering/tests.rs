@@ -219,6 +219,7 @@ fn world_with_a_culprit() -> StaticSources {
         created: None,
         containers: vec![],
         scheduling_messages: vec![],
+        lifecycle: Default::default(),
     };
     StaticSources {
         metrics,

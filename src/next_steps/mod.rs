@@ -13,9 +13,11 @@ mod tests;
 use chrono::{DateTime, Utc};
 
 use crate::classify::Classification;
+use crate::diagnosis::finding::Role;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
 use crate::diagnosis::{AlarmFacts, Facts, Finding, FindingId, NextStep, ReportKind, Verdict};
 use crate::findings::Decided;
+use crate::findings::roles::causal_rank;
 
 pub use commands::shell_quote;
 
@@ -38,6 +40,13 @@ impl<'a> Context<'a> {
             .find(|f| f.id == id && f.verdict == Verdict::Supported)
     }
 
+    /// The finding with `id`, when it is one of the breach's causes.
+    pub fn cause(&self, id: FindingId) -> Option<&'a Finding> {
+        self.findings
+            .iter()
+            .find(|f| f.id == id && f.role == Role::Cause)
+    }
+
     /// The typed facts of finding `id`, whatever its verdict.
     pub fn facts(&self, id: FindingId) -> &'a Facts {
         self.findings
@@ -55,24 +64,64 @@ impl<'a> Context<'a> {
 /// A proposal, or nothing when the findings do not call for it.
 pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 
-/// The rules after the flapping and culprit steps, in reading order: the
-/// workload's own levers first, then the load balancer and the alarm itself.
-pub const RULES: [Rule; 14] = [
-    rules::more_workers_per_pod,
-    rules::let_the_hpa_react,
-    rules::look_at_the_hot_pod,
-    rules::more_cpu_headroom,
-    rules::add_a_readiness_probe,
-    rules::compare_the_rollout,
-    rules::find_why_pods_are_pending,
-    rules::spread_pods_across_nodes,
-    rules::treat_as_low_traffic_artifact,
-    rules::find_why_targets_are_unhealthy,
-    rules::consider_least_outstanding_requests,
-    rules::look_at_what_groups_share,
-    rules::break_down_per_target_group,
-    rules::alarm_on_p99_per_target_group,
+/// The rules after the flapping and culprit steps, each with the finding it
+/// acts on. [`propose`] reads them causes first, in causal order, then
+/// context; rules about the alarm itself (no finding) come last.
+pub const RULES: [(Option<FindingId>, Rule); 15] = [
+    (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
+    (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
+    (Some(FindingId::PodImbalance), rules::look_at_the_hot_pod),
+    (Some(FindingId::PodRestarts), rules::find_why_pods_restarted),
+    (Some(FindingId::CpuThrottling), rules::more_cpu_headroom),
+    (
+        Some(FindingId::ReadinessProbeMissing),
+        rules::add_a_readiness_probe,
+    ),
+    (Some(FindingId::RecentDeploy), rules::compare_the_rollout),
+    (
+        Some(FindingId::PendingPods),
+        rules::find_why_pods_are_pending,
+    ),
+    (
+        Some(FindingId::WorkerCeiling),
+        rules::spread_pods_across_nodes,
+    ),
+    (
+        Some(FindingId::LowTrafficArtifact),
+        rules::treat_as_low_traffic_artifact,
+    ),
+    (
+        Some(FindingId::UnhealthyTargets),
+        rules::find_why_targets_are_unhealthy,
+    ),
+    (
+        Some(FindingId::LeastOutstandingRequests),
+        rules::consider_least_outstanding_requests,
+    ),
+    (
+        Some(FindingId::SharedLoadBalancerProblem),
+        rules::look_at_what_groups_share,
+    ),
+    (None, rules::break_down_per_target_group),
+    (None, rules::alarm_on_p99_per_target_group),
 ];
+
+/// Where a rule's proposal reads: causes by causal rank, then context, then the rest.
+fn reading_order(context: &Context<'_>, subject: Option<&FindingId>) -> (u8, u8) {
+    let role = subject.and_then(|id| {
+        context
+            .findings
+            .iter()
+            .find(|f| &f.id == id)
+            .map(|f| f.role)
+    });
+    let group = match role {
+        Some(Role::Cause) => 0,
+        Some(_) => 1,
+        None => 2,
+    };
+    (group, subject.map_or(u8::MAX, causal_rank))
+}
 
 /// Proposals that follow from what is known about the alarm and its behaviour.
 pub fn propose(
@@ -99,7 +148,9 @@ pub fn propose(
             .culprits()
             .map(|group| rules::investigate_target_group(&context, group)),
     );
-    steps.extend(RULES.iter().filter_map(|rule| rule(&context)));
+    let mut ordered: Vec<&(Option<FindingId>, Rule)> = RULES.iter().collect();
+    ordered.sort_by_key(|(subject, _)| reading_order(&context, subject.as_ref()));
+    steps.extend(ordered.iter().filter_map(|(_, rule)| rule(&context)));
     if steps.is_empty() {
         steps.push(rules::read_the_history(&context));
     }

@@ -120,13 +120,30 @@ pub fn investigate_target_group(context: &Context<'_>, group: &TargetGroupSummar
     }
 }
 
-/// CPU the proposed workers need at peak, and a limit (in millicores, rounded
-/// up to a quarter core) that leaves them room.
-pub fn cores_for_workers(plateau_cores: f64, workers_per_pod: u32, proposed: u32) -> (f64, u32) {
-    let per_worker = plateau_cores / f64::from(workers_per_pod.max(1));
-    let needed = per_worker * f64::from(proposed);
-    let limit_millicores = ((needed * 1000.0 / 250.0).ceil() * 250.0).max(250.0) as u32;
-    (needed, limit_millicores)
+/// Headroom above the workers' measured peak, so that a limit sized for them
+/// does not throttle them at their busiest.
+pub const LIMIT_HEADROOM: f64 = 1.25;
+
+/// CPU for `proposed` workers where `workers_per_pod` workers plateau at
+/// `plateau_cores` per pod: per worker, in total at peak, and a limit in
+/// millicores (the total plus [`LIMIT_HEADROOM`], rounded up to a quarter core).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct WorkerSizing {
+    pub cores_per_worker: f64,
+    pub cores_needed: f64,
+    pub limit_millicores: u32,
+}
+
+pub fn cores_for_workers(plateau_cores: f64, workers_per_pod: u32, proposed: u32) -> WorkerSizing {
+    let cores_per_worker = plateau_cores / f64::from(workers_per_pod.max(1));
+    let cores_needed = cores_per_worker * f64::from(proposed);
+    let limit_millicores =
+        ((cores_needed * LIMIT_HEADROOM * 1000.0 / 250.0).ceil() * 250.0).max(250.0) as u32;
+    WorkerSizing {
+        cores_per_worker,
+        cores_needed,
+        limit_millicores,
+    }
 }
 
 /// Each pod capped by its worker count: double the workers, size the limit to match.
@@ -138,7 +155,11 @@ pub fn more_workers_per_pod(context: &Context<'_>) -> Option<NextStep> {
     let (namespace, deployment) = workload_names(context.workload?);
     let workers = ceiling.workers_per_pod.max(1);
     let proposed = workers * 2;
-    let (needed, limit_millicores) = cores_for_workers(ceiling.plateau_cores, workers, proposed);
+    let WorkerSizing {
+        cores_per_worker,
+        cores_needed: needed,
+        limit_millicores,
+    } = cores_for_workers(ceiling.plateau_cores, workers, proposed);
     let plural = |n: u32, one: &str, many: &str| {
         if n == 1 {
             one.to_owned()
@@ -147,10 +168,13 @@ pub fn more_workers_per_pod(context: &Context<'_>) -> Option<NextStep> {
         }
     };
     let sizing = match ceiling.limit_cores {
-        Some(limit) if limit >= needed => {
-            format!("the current {limit}-core limit already covers that: raise the request with it")
-        }
-        _ => format!("set the limit to at least {limit_millicores}m and the request accordingly"),
+        Some(limit) if limit * 1000.0 >= f64::from(limit_millicores) => format!(
+            "the current {limit}-core limit already covers that with headroom: raise the request toward {needed:.1} cores"
+        ),
+        _ => format!(
+            "set the limit to {limit_millicores}m ({needed:.1} cores plus {:.0} % headroom) and the request toward {needed:.1} cores",
+            (LIMIT_HEADROOM - 1.0) * 100.0
+        ),
     };
     Some(NextStep {
         proposal: format!(
@@ -168,8 +192,7 @@ pub fn more_workers_per_pod(context: &Context<'_>) -> Option<NextStep> {
             plural(workers, "one heavy request", "heavy requests"),
         ),
         trade_offs: Some(format!(
-            "{proposed} workers need about {needed:.1} cores at peak ({:.2} per worker): {sizing}, and expect more memory per pod; more pods (HPA) is the other lever.",
-            ceiling.plateau_cores / f64::from(workers)
+            "{proposed} workers need about {needed:.1} cores at peak ({proposed} x {cores_per_worker:.2} cores per worker): {sizing}, and expect more memory per pod; more pods (HPA) is the other lever."
         )),
         commands: vec![
             kubectl(format!(
@@ -187,9 +210,18 @@ pub fn reachable_target(peak_utilisation: f64) -> u32 {
     (((peak_utilisation * 0.75) / 5.0).floor() * 5.0).max(5.0) as u32
 }
 
-/// The HPA cannot react: what would let it (or say there is none).
+/// Replicas the HPA would want at `peak` % utilisation against `target` %,
+/// from `current` replicas (what `desiredReplicas` computes), at least one more.
+pub fn replicas_for(current: u32, peak: f64, target: u32) -> u32 {
+    let wanted = (f64::from(current) * peak / f64::from(target.max(1))).ceil();
+    (wanted.min(f64::from(u32::MAX)) as u32).max(current + 1)
+}
+
+/// The HPA cannot react while the pods are saturated: what would let it (or
+/// propose one). Silent when the HPA is only context: more pods would not
+/// help pods that have CPU to spare.
 pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
-    let finding = context.supported(FindingId::HpaCannotReact)?;
+    let finding = context.cause(FindingId::HpaCannotReact)?;
     let Facts::Hpa(facts) = &finding.facts else {
         return None;
     };
@@ -204,13 +236,35 @@ pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
             commands: vec![kubectl(format!("kubectl -n {ns} get hpa"))],
         });
     };
-    let proposal = if bounds.at_max() {
-        format!(
-            "Raise the HPA's maxReplicas (at its maximum of {}) if the nodes have room, or add capacity",
-            bounds.max_replicas
-        )
-    } else if imbalanced {
-        "Do not count on the HPA here: the mean it scales on hides the one hot pod; fix that pod first".to_owned()
+    let hpa = shell_quote(&bounds.name);
+    if bounds.at_max() {
+        let suggestion = facts
+            .peak_utilisation
+            .zip(facts.target_utilisation)
+            .filter(|(peak, target)| *peak > f64::from(*target))
+            .map(|(peak, target)| {
+                format!(
+                    " to about {} ({peak:.0} % utilisation against its {target} % target)",
+                    replicas_for(bounds.max_replicas, peak, target)
+                )
+            })
+            .unwrap_or_default();
+        return Some(NextStep {
+            proposal: format!(
+                "Raise the HPA's maxReplicas{suggestion}: it is at its maximum of {}; check the nodes have room for the extra pods",
+                bounds.max_replicas
+            ),
+            rationale: finding.summary.clone(),
+            trade_offs: Some("More replicas need node capacity (node group maximum, Karpenter limits) and cost; a lower CPU target does nothing at the maximum.".to_owned()),
+            commands: vec![
+                kubectl(format!("kubectl -n {ns} describe hpa {hpa}")),
+                kubectl("kubectl describe nodes | grep -A5 'Allocated resources'".to_owned()),
+            ],
+        });
+    }
+    let proposal = if imbalanced {
+        "Do not count on the HPA here: the mean it scales on hides the hot pod(s); fix those first"
+            .to_owned()
     } else if facts.request_cores.is_none() {
         format!("Set CPU requests on {deployment}'s containers so the HPA can compute utilisation")
     } else if let Some(peak) = facts.peak_utilisation {
@@ -222,7 +276,6 @@ pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
         "Make the HPA able to see the load (CPU requests set, a target the pods can reach)"
             .to_owned()
     };
-    let hpa = shell_quote(&bounds.name);
     Some(NextStep {
         proposal,
         rationale: finding.summary.clone(),
@@ -234,24 +287,80 @@ pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
     })
 }
 
-/// One pod far busier than its peers: look at it before restarting it.
+/// One or a few pods far busier than their peers: look at them before restarting them.
 pub fn look_at_the_hot_pod(context: &Context<'_>) -> Option<NextStep> {
     let finding = context.supported(FindingId::PodImbalance)?;
     let Facts::Imbalance(facts) = &finding.facts else {
         return None;
     };
-    let hot = &facts.busiest.as_ref()?.pod;
+    let hot = &facts.hot.first().or(facts.busiest.as_ref())?.pod;
     let (namespace, deployment) = workload_names(context.workload?);
     let ns = shell_quote(namespace);
+    let others = match facts.hot.len() {
+        0 | 1 => String::new(),
+        n => format!(" (and the {} other hot pods)", n - 1),
+    };
     Some(NextStep {
-        proposal: format!("Find out why {hot} is hot while the other pods idle"),
+        proposal: format!("Find out why {hot}{others} runs hotter than its peers"),
         rationale: finding.summary.clone(),
-        trade_offs: Some("Restarting the pod may clear it but destroys the evidence: look first (logs, stuck work, a hot key or long-lived connections).".to_owned()),
+        trade_offs: Some("Restarting the pod may clear it but destroys the evidence: look first (logs, stuck work, a hot key, long-lived connections, a cold cache after a restart).".to_owned()),
         commands: vec![
             kubectl(format!("kubectl -n {ns} describe pod {}", shell_quote(hot))),
             kubectl(format!("kubectl -n {ns} logs {} --since=1h --tail=200", shell_quote(hot))),
             pod_cpu(namespace, deployment),
         ],
+    })
+}
+
+/// Pods restarted (OOMKilled, crashing) or new around the breach: why.
+pub fn find_why_pods_restarted(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.supported(FindingId::PodRestarts)?;
+    let Facts::Restarts(facts) = &finding.facts else {
+        return None;
+    };
+    let (namespace, deployment) = workload_names(context.workload?);
+    let ns = shell_quote(namespace);
+    let failed = facts.pods.iter().find(|p| p.reason != "new pod");
+    let (proposal, mut commands) = match failed {
+        Some(pod) => {
+            let name = shell_quote(&pod.pod);
+            let container = pod
+                .container
+                .as_deref()
+                .map(|c| format!(" -c {}", shell_quote(c)))
+                .unwrap_or_default();
+            (
+                format!(
+                    "Find out why {} was {}: read its previous container's logs and its events",
+                    pod.pod, pod.reason
+                ),
+                vec![
+                    kubectl(format!(
+                        "kubectl -n {ns} logs {name}{container} --previous --tail=200"
+                    )),
+                    kubectl(format!("kubectl -n {ns} describe pod {name}")),
+                ],
+            )
+        }
+        None => (
+            format!(
+                "Check whether {deployment}'s new pods were still warming up when they took traffic"
+            ),
+            vec![kubectl(format!(
+                "kubectl -n {ns} get pods -o wide --sort-by=.metadata.creationTimestamp"
+            ))],
+        ),
+    };
+    if failed.is_some_and(|p| p.reason == "OOMKilled") {
+        commands.push(promql(format!(
+            "max by (pod) (container_memory_working_set_bytes{{namespace=\"{namespace}\", container!=\"\"}})"
+        )));
+    }
+    Some(NextStep {
+        proposal,
+        rationale: finding.summary.clone(),
+        trade_offs: Some("An OOMKill is fixed by memory (limit or a leak), not CPU; a pod that restarts under load comes back cold and is slower until it warms up, so a readiness probe and a slow start help.".to_owned()),
+        commands,
     })
 }
 

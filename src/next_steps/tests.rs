@@ -49,8 +49,15 @@ fn classification(behaviour: Behaviour) -> Classification {
     c
 }
 
+/// A finding as the roles step leaves it when the pods are saturated: a
+/// supported finding is a cause, a refuted one is ruled out.
 fn finding(id: FindingId, verdict: Verdict, facts: Facts) -> Finding {
     Finding {
+        role: match verdict {
+            Verdict::Supported => Role::Cause,
+            Verdict::Refuted => Role::RuledOut,
+            Verdict::Inconclusive => Role::Context,
+        },
         id,
         hypothesis: String::new(),
         verdict,
@@ -72,6 +79,8 @@ fn pod(name: &str, node: &str) -> PodSummary {
         cpu_request: Some(1.0),
         cpu_limit: None,
         cpu_while_breaching: Some(1.0),
+        last_termination: None,
+        running_since: None,
     }
 }
 
@@ -150,17 +159,21 @@ fn bounds(current: u32, max: u32) -> Option<HpaBounds> {
 
 #[test]
 fn doubling_two_workers_needs_twice_the_per_worker_plateau_not_the_per_pod_one() {
-    let (needed, limit) = cores_for_workers(1.9, 2, 4);
-    assert!((needed - 3.8).abs() < 1e-9, "{needed}");
-    assert_eq!(limit, 4000);
-    let (needed, limit) = cores_for_workers(0.98, 1, 2);
-    assert!((needed - 1.96).abs() < 1e-9, "{needed}");
-    assert_eq!(limit, 2000);
+    // 1.9 cores over 2 workers: 0.95 a worker; 4 workers need 3.8 cores,
+    // plus a quarter is 4.75, already on a quarter core.
+    let sizing = cores_for_workers(1.9, 2, 4);
+    assert!((sizing.cores_per_worker - 0.95).abs() < 1e-9);
+    assert!((sizing.cores_needed - 3.8).abs() < 1e-9, "{sizing:?}");
+    assert_eq!(sizing.limit_millicores, 4750);
+    // 0.98 cores, one worker: 2 need 1.96 cores; plus a quarter is 2.45, up to 2.5.
+    let sizing = cores_for_workers(0.98, 1, 2);
+    assert!((sizing.cores_needed - 1.96).abs() < 1e-9, "{sizing:?}");
+    assert_eq!(sizing.limit_millicores, 2500);
 }
 
 #[test]
 fn two_workers_per_pod_are_called_two_and_a_limit_that_covers_them_is_kept() {
-    let step = run(more_workers_per_pod, &[ceiling(1.9, 2, Some(4.0))]).unwrap();
+    let step = run(more_workers_per_pod, &[ceiling(1.9, 2, Some(5.0))]).unwrap();
     assert_eq!(
         step.proposal,
         "Run more workers per pod in web (e.g. 4 instead of 2) and size the CPU limit to match"
@@ -173,11 +186,19 @@ fn two_workers_per_pod_are_called_two_and_a_limit_that_covers_them_is_kept() {
     );
     let trade_offs = step.trade_offs.unwrap();
     assert!(
-        trade_offs.starts_with("4 workers need about 3.8 cores at peak (0.95 per worker)"),
+        trade_offs
+            .starts_with("4 workers need about 3.8 cores at peak (4 x 0.95 cores per worker)"),
         "{trade_offs}"
     );
     assert!(
-        trade_offs.contains("the current 4-core limit already covers that"),
+        trade_offs.contains("the current 5-core limit already covers that with headroom"),
+        "{trade_offs}"
+    );
+    // A 4-core limit fits 3.8 cores but not the headroom: a new limit is sized.
+    let step = run(more_workers_per_pod, &[ceiling(1.9, 2, Some(4.0))]).unwrap();
+    let trade_offs = step.trade_offs.unwrap();
+    assert!(
+        trade_offs.contains("set the limit to 4750m (3.8 cores plus 25 % headroom)"),
         "{trade_offs}"
     );
 }
@@ -195,7 +216,7 @@ fn one_worker_without_a_limit_gets_a_limit_sized_for_the_new_workers() {
     assert!(
         step.trade_offs
             .unwrap()
-            .contains("set the limit to at least 2000m")
+            .contains("set the limit to 2500m (2.0 cores plus 25 % headroom)")
     );
 }
 
@@ -227,9 +248,109 @@ fn an_hpa_at_its_maximum_gets_max_replicas_not_a_lower_target() {
     .unwrap();
     assert!(
         step.proposal
-            .starts_with("Raise the HPA's maxReplicas (at its maximum of 6)"),
+            .starts_with("Raise the HPA's maxReplicas: it is at its maximum of 6"),
         "{}",
         step.proposal
+    );
+    // Over its target at the maximum, the replicas the HPA would want are named.
+    let step = run(
+        let_the_hpa_react,
+        &[hpa(bounds(6, 6), Some(105.0), Some(1.0))],
+    )
+    .unwrap();
+    assert!(
+        step.proposal.starts_with(
+            "Raise the HPA's maxReplicas to about 9 (105 % utilisation against its 70 % target)"
+        ),
+        "{}",
+        step.proposal
+    );
+}
+
+#[test]
+fn replicas_for_a_utilisation_follow_the_hpa_formula_and_add_at_least_one() {
+    assert_eq!(replicas_for(6, 105.0, 70), 9);
+    assert_eq!(replicas_for(4, 71.0, 70), 5);
+    assert_eq!(replicas_for(4, 50.0, 70), 5);
+}
+
+#[test]
+fn an_hpa_that_is_only_context_gets_no_step() {
+    let mut context_only = hpa(bounds(3, 10), Some(36.0), Some(1.0));
+    context_only.role = Role::Context;
+    assert!(run(let_the_hpa_react, &[context_only]).is_none());
+}
+
+#[test]
+fn a_restarted_pod_gets_its_previous_logs_and_an_oomkill_its_memory() {
+    use crate::diagnosis::finding::{PodTurnover, RestartFacts};
+    let restarts = finding(
+        FindingId::PodRestarts,
+        Verdict::Supported,
+        Facts::Restarts(RestartFacts {
+            pods: vec![PodTurnover {
+                pod: "web-b".to_owned(),
+                restarts: 1,
+                reason: "OOMKilled".to_owned(),
+                container: Some("app".to_owned()),
+            }],
+        }),
+    );
+    let step = run(find_why_pods_restarted, &[restarts]).unwrap();
+    assert_eq!(
+        step.proposal,
+        "Find out why web-b was OOMKilled: read its previous container's logs and its events"
+    );
+    assert_eq!(
+        step.commands[0].text,
+        "kubectl -n shop logs web-b -c app --previous --tail=200"
+    );
+    assert!(
+        step.commands
+            .iter()
+            .any(|c| c.text.contains("memory_working_set"))
+    );
+}
+
+#[test]
+fn steps_follow_the_causes_in_causal_order_then_context() {
+    let decided = Decided {
+        findings: vec![
+            finding(
+                FindingId::ReadinessProbeMissing,
+                Verdict::Supported,
+                Facts::None,
+            ),
+            hpa(bounds(6, 6), Some(105.0), Some(1.0)),
+            finding(FindingId::CpuThrottling, Verdict::Supported, Facts::None),
+            finding(FindingId::RecentDeploy, Verdict::Supported, Facts::None),
+        ]
+        .into_iter()
+        .map(|mut f| {
+            if f.id == FindingId::ReadinessProbeMissing {
+                f.role = Role::Context;
+            }
+            f
+        })
+        .collect(),
+        workload: Some(workload(vec![pod("web-a", "n1")])),
+        ..Decided::default()
+    };
+    let steps = propose(
+        &alb_alarm(),
+        &classification(Behaviour::Sustained),
+        &decided,
+        ReportKind::Diagnosis,
+        now(),
+    );
+    let firsts: Vec<&str> = steps
+        .iter()
+        .map(|s| s.proposal.split_whitespace().next().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        firsts[..4],
+        ["Compare", "Give", "Raise", "Add"],
+        "{steps:#?}"
     );
 }
 
@@ -267,8 +388,15 @@ fn imbalance(busiest: Option<&str>) -> Finding {
                 pod: pod.to_owned(),
                 cores: 2.5,
             }),
-            busiest_over_median: 2.5,
-            spread: 0.6,
+            hot: busiest
+                .map(|pod| PodCpu {
+                    pod: pod.to_owned(),
+                    cores: 2.5,
+                })
+                .into_iter()
+                .collect(),
+            hot_over_peers: 2.5,
+            peers_spread: 0.05,
         }),
     )
 }
@@ -291,7 +419,7 @@ fn the_hot_pod_step_names_the_busiest_pod_from_the_facts() {
     let step = run(look_at_the_hot_pod, &[imbalance(Some("web-b"))]).unwrap();
     assert_eq!(
         step.proposal,
-        "Find out why web-b is hot while the other pods idle"
+        "Find out why web-b runs hotter than its peers"
     );
     assert_eq!(step.commands[0].text, "kubectl -n shop describe pod web-b");
     assert!(run(look_at_the_hot_pod, &[imbalance(None)]).is_none());
@@ -322,8 +450,10 @@ fn workload_rules_stay_silent_without_a_workload() {
         finding(FindingId::RecentDeploy, Verdict::Supported, Facts::None),
         finding(FindingId::PendingPods, Verdict::Supported, Facts::None),
     ];
-    for rule in &RULES[..8] {
-        assert!(run_with(*rule, &findings, None).is_none());
+    for (subject, rule) in &RULES {
+        if subject.is_some() {
+            assert!(run_with(*rule, &findings, None).is_none());
+        }
     }
 }
 

@@ -31,6 +31,54 @@ pub fn series_sparkline(series: &Series, width: usize) -> String {
     sparkline(&series.values, ceiling, width)
 }
 
+/// The scale shared by series of one unit drawn side by side (per-pod CPU):
+/// the largest value among them, so a quiet pod draws low bars beside a busy one.
+pub fn shared_ceiling<'a>(series: impl IntoIterator<Item = &'a Series>, unit: &str) -> Option<f64> {
+    series
+        .into_iter()
+        .filter(|s| s.unit == unit)
+        .flat_map(|s| s.values.iter().flatten().copied())
+        .filter(|v| v.is_finite())
+        .reduce(f64::max)
+}
+
+/// A series drawn against `ceiling`, followed by its range and unit:
+/// `▁▂█ (scale 0-1.48 cores)`.
+pub fn scaled_sparkline(series: &Series, ceiling: Option<f64>, width: usize) -> String {
+    let ceiling = if series.unit == "ratio" {
+        Some(1.0)
+    } else {
+        ceiling
+    };
+    let line = sparkline(&series.values, ceiling, width);
+    let top = ceiling.or_else(|| {
+        series
+            .values
+            .iter()
+            .flatten()
+            .copied()
+            .filter(|v| v.is_finite())
+            .reduce(f64::max)
+    });
+    match top {
+        Some(top) => {
+            let unit = if series.unit.is_empty() || series.unit == "value" {
+                String::new()
+            } else {
+                format!(" {}", series.unit)
+            };
+            format!("{line} (scale 0-{}{unit})", trim(top))
+        }
+        None => line,
+    }
+}
+
+/// A number with at most three significant decimals and no trailing zeros.
+fn trim(v: f64) -> String {
+    let text = format!("{v:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
 fn bucket(values: &[Option<f64>], width: usize) -> Vec<Option<f64>> {
     if values.len() <= width {
         return values.to_vec();
@@ -63,6 +111,28 @@ mod tests {
         );
         let long = vec![Some(0.5); 100];
         assert_eq!(sparkline(&long, Some(1.0), 10).chars().count(), 10);
+    }
+
+    #[test]
+    fn pods_on_a_shared_scale_draw_a_quiet_pod_low_beside_a_busy_one() {
+        let pod = |label: &str, level: f64| Series {
+            label: label.into(),
+            unit: "cores".into(),
+            start: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            step_seconds: 60,
+            values: vec![Some(level); 4],
+        };
+        let pods = [pod("quiet", 0.5), pod("busy", 1.3)];
+        let ceiling = shared_ceiling(&pods, "cores");
+        assert_eq!(ceiling, Some(1.3));
+        assert_eq!(
+            scaled_sparkline(&pods[0], ceiling, 10),
+            "▄▄▄▄ (scale 0-1.3 cores)"
+        );
+        assert_eq!(
+            scaled_sparkline(&pods[1], ceiling, 10),
+            "████ (scale 0-1.3 cores)"
+        );
     }
 
     #[test]

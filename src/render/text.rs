@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
-use super::sparkline::series_sparkline;
+use super::sparkline::{scaled_sparkline, series_sparkline, shared_ceiling};
 use super::{one_line, truncate};
 use crate::classify::human_duration;
 use crate::diagnosis::{Diagnosis, ReportKind, Verdict};
@@ -131,10 +131,16 @@ fn findings_section(out: &mut String, d: &Diagnosis) {
                 .iter()
                 .filter(|s| s.values.iter().any(Option::is_some))
             {
+                // Series of one unit in one finding (per-pod CPU) share a scale.
+                let ceiling = shared_ceiling(&f.series, &s.unit);
                 push_wrapped(
                     out,
                     "      - ",
-                    &format!("{}: {}", one_line(&s.label), series_sparkline(s, 30)),
+                    &format!(
+                        "{}: {}",
+                        one_line(&s.label),
+                        scaled_sparkline(s, ceiling, 30)
+                    ),
                 );
             }
         }

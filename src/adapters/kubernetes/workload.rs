@@ -17,8 +17,9 @@ use super::connection::{Cluster, gap};
 use crate::error::Result;
 use crate::evidence::service_map::{MappingSource, ServiceRef};
 use crate::evidence::workload::{
-    Condition, ContainerInfo, DeploymentInfo, HpaInfo, NodeCapacity, PodInfo, PodUsage, PodsListed,
-    PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget, bytes, cpu_cores,
+    Condition, ContainerInfo, DeploymentInfo, HpaInfo, NodeCapacity, PodInfo, PodLifecycle,
+    PodUsage, PodWarning, PodsListed, PodsListedSender, TargetGroupBindings, Termination, Workload,
+    WorkloadTarget, bytes, cpu_cores,
 };
 
 /// Parts of the walk that could not be read, and why.
@@ -77,8 +78,12 @@ pub async fn walk(
     let sets = sets_api.list(&by_labels);
     let hpas = hpas_api.list(&every);
     let metrics = pod_metrics(cluster, &ns, &by_labels);
-    let (pods, sets, hpas, metrics) = tokio::join!(pods, sets, hpas, metrics);
+    let events_api = Api::<Event>::namespaced(cluster.client.clone(), &ns);
+    let warning_events = ListParams::default().fields("type=Warning,involvedObject.kind=Pod");
+    let warnings = events_api.list(&warning_events);
+    let (pods, sets, hpas, metrics, warnings) = tokio::join!(pods, sets, hpas, metrics, warnings);
     let mut pods = pods?;
+    attach_warnings(cluster, warnings, &mut pods, &mut partial);
 
     let deployment = deployment(cluster, &ns, sets, &pods, &mut partial).await;
     let hpa = hpa(cluster, &ns, hpas, deployment.as_ref(), &mut partial).await;
@@ -338,6 +343,72 @@ fn snapshot(
     }
 }
 
+/// Warning events (BackOff, Unhealthy, OOMKilling, ...) go to the pods they are about.
+fn attach_warnings(
+    cluster: &Cluster,
+    events: std::result::Result<ObjectList<Event>, kube::Error>,
+    pods: &mut [PodInfo],
+    partial: &mut Partial,
+) {
+    let events = match events {
+        Ok(list) => list.items,
+        Err(e) => {
+            partial.push((
+                "pod warning events".to_owned(),
+                cluster.explain(&e, "Events").to_string(),
+            ));
+            return;
+        }
+    };
+    for event in events {
+        let Some(pod) = pods
+            .iter_mut()
+            .find(|p| event.involved_object.name.as_deref() == Some(p.name.as_str()))
+        else {
+            continue;
+        };
+        pod.lifecycle.warnings.push(PodWarning {
+            reason: event.reason.clone().unwrap_or_default(),
+            message: event.message.clone().unwrap_or_default(),
+            count: event.count.and_then(|c| u32::try_from(c).ok()).unwrap_or(1),
+            last_seen: time_of(event.last_timestamp.as_ref())
+                .or_else(|| time_of(event.first_timestamp.as_ref())),
+        });
+    }
+}
+
+/// Restarts and terminations, from the containers' statuses.
+fn lifecycle_of(statuses: &[k8s_openapi::api::core::v1::ContainerStatus]) -> PodLifecycle {
+    let running_since = statuses
+        .iter()
+        .filter_map(|c| time_of(c.state.as_ref()?.running.as_ref()?.started_at.as_ref()))
+        .max();
+    let last_termination = statuses
+        .iter()
+        .filter_map(|c| {
+            let terminated = c.last_state.as_ref()?.terminated.as_ref()?;
+            Some(Termination {
+                container: c.name.clone(),
+                reason: terminated
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| format!("exit code {}", terminated.exit_code)),
+                exit_code: terminated.exit_code,
+                finished_at: time_of(terminated.finished_at.as_ref()),
+            })
+        })
+        .max_by_key(|t| t.finished_at);
+    let waiting_reason = statuses
+        .iter()
+        .find_map(|c| c.state.as_ref()?.waiting.as_ref()?.reason.clone());
+    PodLifecycle {
+        running_since,
+        last_termination,
+        waiting_reason,
+        warnings: Vec::new(),
+    }
+}
+
 /// Why pending pods do not schedule (their events), and what the nodes have left.
 async fn pending(cluster: &Cluster, ns: &str, pods: &mut [PodInfo]) -> Vec<NodeCapacity> {
     if !pods.iter().any(|p| p.phase == "Pending") {
@@ -430,6 +501,10 @@ fn pod_info(pod: &Pod) -> PodInfo {
             })
             .unwrap_or_default(),
         scheduling_messages: Vec::new(),
+        lifecycle: status
+            .and_then(|s| s.container_statuses.as_deref())
+            .map(lifecycle_of)
+            .unwrap_or_default(),
     }
 }
 

@@ -124,10 +124,7 @@ fn one_slow_group_among_six_clears_the_shared_alb_and_is_named() {
         "shop/checkout?"
     );
     assert!(a.summaries[0].share_of_breach.unwrap() > 0.9);
-    assert_eq!(
-        verdict(&a, "alb.least_outstanding_requests"),
-        Verdict::Refuted
-    );
+    assert_eq!(lor(&a, None), Verdict::Refuted, "instance mode");
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Refuted);
 }
 
@@ -167,10 +164,41 @@ fn a_single_group_cannot_separate_the_alb_from_the_service() {
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Supported);
     assert_eq!(
-        verdict(&a, "alb.least_outstanding_requests"),
-        Verdict::Supported,
-        "ip mode with round robin"
+        lor(&a, None),
+        Verdict::Inconclusive,
+        "ip mode with round robin, but nothing known of the pods"
     );
+    assert_eq!(
+        lor(&a, Some(Verdict::Supported)),
+        Verdict::Supported,
+        "ip mode with round robin and a hot pod"
+    );
+    assert_eq!(
+        lor(&a, Some(Verdict::Refuted)),
+        Verdict::Refuted,
+        "ip mode with round robin, pods evenly loaded"
+    );
+}
+
+/// The routing-algorithm verdict, given the imbalance finding's verdict.
+fn lor(a: &AlbAnalysis, imbalance: Option<Verdict>) -> Verdict {
+    let findings: Vec<Finding> = imbalance
+        .map(|verdict| Finding {
+            id: FindingId::PodImbalance,
+            role: Default::default(),
+            hypothesis: String::new(),
+            verdict,
+            summary: "pods".to_owned(),
+            cause: None,
+            evidence: vec![],
+            series: vec![],
+            facts: Facts::None,
+        })
+        .into_iter()
+        .collect();
+    least_outstanding_requests(&a.summaries, &findings)
+        .expect("a culprit")
+        .verdict
 }
 
 #[test]

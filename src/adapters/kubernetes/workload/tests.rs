@@ -75,7 +75,16 @@ fn plain(path: &str) -> Option<(StatusCode, Value)> {
         "/api/v1/namespaces/shop/pods" => ok(list(
             "Pod",
             "v1",
-            json!([pod("web-abc-1"), pod("web-abc-2")]),
+            json!([pod("web-abc-1"), oom_killed(pod("web-abc-2"))]),
+        )),
+        "/api/v1/namespaces/shop/events" => ok(list(
+            "Event",
+            "v1",
+            json!([{"apiVersion": "v1", "kind": "Event", "type": "Warning", "reason": "BackOff",
+                    "metadata": {"name": "web-abc-2.1", "namespace": "shop"},
+                    "involvedObject": {"kind": "Pod", "name": "web-abc-2", "namespace": "shop"},
+                    "message": "Back-off restarting failed container app", "count": 4,
+                    "lastTimestamp": "2026-11-29T11:50:00Z"}]),
         )),
         "/apis/apps/v1/namespaces/shop/replicasets" => ok(list(
             "ReplicaSet",
@@ -109,6 +118,16 @@ fn pod(name: &str) -> Value {
            "spec": {"nodeName": "node-a", "containers": [{"name": "app",
                     "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}}]},
            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}})
+}
+
+/// The pod, restarted once after its container was OOMKilled.
+fn oom_killed(mut pod: Value) -> Value {
+    pod["status"]["containerStatuses"] = json!([{
+        "name": "app", "ready": true, "restartCount": 1, "image": "web:1", "imageID": "",
+        "state": {"running": {"startedAt": "2026-11-29T11:48:00Z"}},
+        "lastState": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
+                                     "finishedAt": "2026-11-29T11:47:58Z"}}}]);
+    pod
 }
 
 fn target(bindings: Option<TargetGroupBindings>) -> WorkloadTarget {
@@ -155,6 +174,20 @@ async fn a_bound_service_without_an_hpa_is_walked_to_its_deployment() {
         Some("7")
     );
     assert!(w.hpa.is_none());
+    let restarted = &w.pods[1].lifecycle;
+    assert_eq!(w.pods[1].restarts, 1);
+    let termination = restarted.last_termination.as_ref().expect("lastState read");
+    assert_eq!(
+        (termination.reason.as_str(), termination.exit_code),
+        ("OOMKilled", 137)
+    );
+    assert_eq!(
+        restarted.running_since.map(|t| t.to_rfc3339()),
+        Some("2026-11-29T11:48:00+00:00".to_owned())
+    );
+    assert_eq!(restarted.warnings[0].reason, "BackOff");
+    assert_eq!(restarted.warnings[0].count, 4);
+    assert!(w.pods[0].lifecycle.warnings.is_empty());
     assert_eq!(w.snapshot.as_ref().map(Vec::len), Some(1));
     assert!(w.partial.is_empty(), "{:?}", w.partial);
     let listed = listed.expect("the pods were announced");
@@ -165,10 +198,13 @@ async fn a_bound_service_without_an_hpa_is_walked_to_its_deployment() {
         "series are read in the walk's cluster"
     );
     assert_eq!(listed.pods, ["web-abc-1", "web-abc-2"]);
+    assert_eq!(
+        asked.iter().filter(|p| p.contains("events")).count(),
+        1,
+        "one list of warning events, none per pending pod: {asked:?}"
+    );
     assert!(
-        asked
-            .iter()
-            .all(|p| !p.contains("events") && !p.contains("nodes")),
+        asked.iter().all(|p| !p.contains("nodes")),
         "nothing pending: {asked:?}"
     );
 }
