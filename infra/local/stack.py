@@ -309,7 +309,7 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
     alarm = spec["alarm"]
     c["cloudwatch"].put_metric_alarm(
         AlarmName=alarm["name"], AlarmDescription=alarm.get("description", ""),
-        Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], Statistic=alarm["statistic"],
+        Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], **statistic_argument(alarm),
         Dimensions=lb_dims, Period=int(alarm["period"]), EvaluationPeriods=int(alarm["evaluation_periods"]),
         DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
         Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],
@@ -749,12 +749,17 @@ def storm_load_balancer(c: dict[str, Any], world: worlds.World, facts: dict[str,
     return lb_arn
 
 
+def statistic_argument(alarm: dict[str, Any]) -> dict[str, str]:
+    """`Statistic=Average` or `ExtendedStatistic=p99`, as PutMetricAlarm takes them."""
+    return {worlds.statistic_kind(alarm["statistic"]): alarm["statistic"]}
+
+
 def storm_alarm(c: dict[str, Any], world: worlds.World, facts: dict[str, Any], name: str, lb_arn: str) -> str:
     """A copy of the world's alarm on `lb_arn`, notifying the alarm topic as seed() does."""
     alarm = world.spec["alarm"]
     c["cloudwatch"].put_metric_alarm(
         AlarmName=name, AlarmDescription=f"{alarm.get('description', '')} (storm copy on {lb_arn.split('/')[-2]})",
-        Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], Statistic=alarm["statistic"],
+        Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], **statistic_argument(alarm),
         Dimensions=[{"Name": "LoadBalancer", "Value": worlds.lb_dimension(lb_arn)}], Period=int(alarm["period"]),
         EvaluationPeriods=int(alarm["evaluation_periods"]),
         DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),

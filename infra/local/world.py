@@ -130,6 +130,7 @@ def validate(world: World) -> None:
     alarm = _require(s, "alarm", f, "", "an alarm mapping")
     for key in ("name", "metric", "statistic", "threshold", "comparison", "period", "evaluation_periods"):
         _require(alarm, key, f, "alarm", f"the alarm's {key}")
+    statistic_kind(alarm["statistic"], f)
     deliver = _require(alarm, "deliver", f, "alarm", "the transition to deliver, e.g. {from: OK, to: ALARM}")
     for key in ("from", "to"):
         if _require(deliver, key, f, "alarm.deliver", "OK, ALARM or INSUFFICIENT_DATA") not in ("OK", "ALARM", "INSUFFICIENT_DATA"):
@@ -143,6 +144,22 @@ def validate(world: World) -> None:
         raise WorldError(f, "cluster.endpoint", "public or private", cluster.get("endpoint"))
     if (world.directory / "kubernetes").exists() and not (world.directory / "kubernetes").is_dir():
         raise WorldError(world.directory / "kubernetes", "(path)", "a directory of manifests")
+
+
+STATISTICS = ("Average", "Sum", "SampleCount", "Minimum", "Maximum")
+EXTENDED_STATISTIC = re.compile(r"^(p|tm|wm|tc|ts)\d{1,2}(\.\d{1,2})?$")
+
+
+def statistic_kind(statistic: Any, f: Path | None = None) -> str:
+    """`Statistic` for the five plain statistics, `ExtendedStatistic` for
+    percentiles (`p99`, `p99.9`) and trimmed means (`tm99`), as PutMetricAlarm takes them."""
+    if statistic in STATISTICS:
+        return "Statistic"
+    if isinstance(statistic, str) and EXTENDED_STATISTIC.match(statistic):
+        return "ExtendedStatistic"
+    raise WorldError(f or Path("world.yaml"), "alarm.statistic",
+                     "Average, Sum, SampleCount, Minimum, Maximum, a percentile such as p99 or a trimmed mean such as tm99",
+                     statistic)
 
 
 # --- schedule -------------------------------------------------------------------

@@ -63,6 +63,30 @@ pub fn round(x: f64, places: i32) -> f64 {
 }
 
 /// Low-traffic artifact: few requests in the breaching periods.
+/// Requests per minute under which a breach of `statistic` can be one or two
+/// slow requests, and at or above which many requests were slow. An Average
+/// uses [`LOW_TRAFFIC_PER_MINUTE`] and [`BUSY_TRAFFIC_PER_MINUTE`]; a percentile
+/// `pNN` (or trimmed mean `tmNN`) over fewer than 100/(100-NN) requests a
+/// period *is* the slowest request, and reflects ten slow requests only at ten times that.
+pub fn traffic_bounds(statistic: &str, period_seconds: u32) -> (f64, f64) {
+    let per_minute = 60.0 / f64::from(period_seconds.max(1));
+    let percentile = statistic
+        .strip_prefix("tm")
+        .or_else(|| statistic.strip_prefix('p'))
+        .and_then(|p| p.parse::<f64>().ok())
+        .filter(|p| *p > 0.0 && *p < 100.0);
+    match percentile {
+        Some(p) => {
+            let one_request_decides = 100.0 / (100.0 - p);
+            (
+                one_request_decides * per_minute,
+                10.0 * one_request_decides * per_minute,
+            )
+        }
+        None => (LOW_TRAFFIC_PER_MINUTE, BUSY_TRAFFIC_PER_MINUTE),
+    }
+}
+
 pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Finding {
     let per_minute = 60.0 / f64::from(stats.period_seconds.max(1));
     let during = median_at(&stats.requests, breach).map(|r| r * per_minute);
@@ -93,9 +117,16 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
             "",
         ));
     }
+    let statistic = stats.alarm_statistic.as_str();
+    let (low, busy) = traffic_bounds(statistic, stats.period_seconds);
     evidence.push(Evidence::number(
-        "low-traffic bound",
-        LOW_TRAFFIC_PER_MINUTE,
+        &format!("low-traffic bound for {statistic}"),
+        round(low, 1),
+        "requests/min",
+    ));
+    evidence.push(Evidence::number(
+        &format!("busy-traffic bound for {statistic}"),
+        round(busy, 1),
         "requests/min",
     ));
     let (verdict, summary, cause) = match during {
@@ -109,15 +140,19 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
             format!("No {} datapoints for the breaching periods.", stats.requests_metric),
             None,
         ),
-        Some(d) if d < LOW_TRAFFIC_PER_MINUTE => (
+        Some(d) if d < low => (
             Verdict::Supported,
             format!(
-                "Only {:.0} requests a minute while the alarm breached: a handful of slow requests can move an average this thin.",
-                d
+                "Only {d:.0} requests a minute while the alarm breached: a handful of slow requests can move {} this thin.",
+                if statistic == "Average" {
+                    "an average".to_owned()
+                } else {
+                    format!("a {statistic}")
+                }
             ),
             Some(format!("a few slow requests at {d:.0} requests a minute")),
         ),
-        Some(d) if d >= BUSY_TRAFFIC_PER_MINUTE => (
+        Some(d) if d >= busy => (
             Verdict::Refuted,
             format!("{d:.0} requests a minute while the alarm breached: many requests were slow, not a statistical artifact."),
             None,
@@ -125,7 +160,7 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
         Some(d) => (
             Verdict::Inconclusive,
             format!(
-                "{d:.0} requests a minute while breaching: between the low-traffic bound ({LOW_TRAFFIC_PER_MINUTE:.0}) and busy traffic ({BUSY_TRAFFIC_PER_MINUTE:.0})."
+                "{d:.0} requests a minute while breaching: between the low-traffic bound ({low:.0}) and busy traffic ({busy:.0}) for {statistic}."
             ),
             None,
         ),
@@ -133,7 +168,9 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
     Finding {
         role: Default::default(),
         id: FindingId::LowTrafficArtifact,
-        hypothesis: "The breach is a low-traffic artifact: a few slow requests on a near-idle target inflate the Average".to_owned(),
+        hypothesis: format!(
+            "The breach is a low-traffic artifact: a few slow requests on a near-idle target inflate the {statistic}"
+        ),
         verdict,
         summary,
         cause,
@@ -332,6 +369,30 @@ mod tests {
         assert_eq!(
             outliers(spread_of(&s), &breach, 0.8).verdict,
             Verdict::Refuted
+        );
+    }
+
+    #[test]
+    fn a_percentile_over_fewer_requests_than_it_needs_is_the_slowest_request() {
+        // p99 over a minute: 100 requests are needed before it is not the maximum.
+        assert_eq!(traffic_bounds("p99", 60), (100.0, 1000.0));
+        assert_eq!(traffic_bounds("p90", 300), (2.0, 20.0));
+        assert_eq!(traffic_bounds("Average", 60), (30.0, 120.0));
+        let mut s = stats(&[0.2, 2.5, 2.4], &[0.2, 0.21, 0.2], &[50.0, 50.0, 50.0]);
+        s.alarm_statistic = "p99".into();
+        let breach = breaching_periods(&s.alarm_stat, 1.0, "GreaterThanThreshold");
+        let finding = low_traffic_artifact(&s, &breach);
+        assert_eq!(finding.verdict, Verdict::Supported, "{}", finding.summary);
+        assert!(
+            finding.summary.contains("a p99 this thin"),
+            "{}",
+            finding.summary
+        );
+        s.alarm_statistic = "Average".into();
+        assert_eq!(
+            low_traffic_artifact(&s, &breach).verdict,
+            Verdict::Inconclusive,
+            "50 a minute is enough for an Average not to be a few requests"
         );
     }
 

@@ -339,6 +339,21 @@ def _statistic(stat: str, samples: list[tuple]) -> float | None:
         return max(s[5] for s in samples)
     if stat == "Average":
         return sum(s[3] for s in samples) / n if n else None
+    if stat.startswith("tm"):
+        # Trimmed mean: the mean of the values at or below the percentile (tm99 drops the slowest 1 %).
+        try:
+            p = float(stat[2:])
+        except ValueError:
+            raise ValidationError(f"The value {stat} for parameter Stat is not supported.")
+        keep = p / 100.0 * n
+        total = taken = 0.0
+        for value, count in sorted((v, c) for s in samples for v, c in zip(s[1], s[2])):
+            part = min(count, keep - taken)
+            if part <= 0:
+                break
+            total += value * part
+            taken += part
+        return total / taken if taken else None
     if stat.startswith("p"):
         try:
             p = float(stat[1:])
