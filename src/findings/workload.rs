@@ -580,6 +580,15 @@ fn restarts(
             ),
             Some(format!("{} (restarted, cold)", describe(&failed))),
         )
+    } else if !new.is_empty() && new.len() == workload.pods.len() {
+        (
+            Verdict::Refuted,
+            format!(
+                "Every one of the {} pods started inside the breach window, together (a rollout or a restart of the whole Deployment): no pod restarted on its own; the deploy finding weighs the rollout.",
+                workload.pods.len()
+            ),
+            None,
+        )
     } else if !new.is_empty() && new.len() < workload.pods.len() {
         (
             Verdict::Supported,
@@ -666,6 +675,16 @@ fn ceiling(
         (
             Verdict::Refuted,
             "No pod was busy (all under 0.5 cores) while the alarm breached.".to_owned(),
+            None,
+        )
+    } else if running.len() > 1 && busy.len() * 2 <= running.len() {
+        (
+            Verdict::Refuted,
+            format!(
+                "Only {} of {} pods were busy while the alarm breached: a per-process ceiling caps every pod alike, so a minority of busy pods is imbalance, not a fleet-wide ceiling.",
+                busy.len(),
+                running.len()
+            ),
             None,
         )
     } else if busy

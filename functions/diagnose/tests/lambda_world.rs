@@ -55,6 +55,7 @@ fn verdict_of<'a>(diagnosis: &'a Value, id: &str) -> Option<&'a str> {
 /// its evidence source is reported as a gap (the Kubernetes findings until the
 /// cluster can be read).
 fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
+    assert_roles_as_expected(world, diagnosis);
     let expected = world.expected();
     let context = || serde_json::to_string_pretty(&diagnosis["findings"]).unwrap();
     assert_eq!(
@@ -113,6 +114,51 @@ fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
     }
 }
 
+/// The finding ids `expected.yaml` lists under `key`.
+fn listed(expected: &Value, key: &str) -> Vec<String> {
+    expected[key]
+        .as_array()
+        .map(|ids| {
+            ids.iter()
+                .filter_map(|id| id.as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `causes` must be causes of the breach, `not_causes` must not (context or
+/// ruled out), and no cause may be left out of the headline's order.
+fn assert_roles_as_expected(world: &LocalWorld, diagnosis: &Value) {
+    let expected = world.expected();
+    let role_of = |id: &str| {
+        diagnosis["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["id"] == id)
+            .and_then(|f| f["role"].as_str())
+            .map(str::to_owned)
+    };
+    for id in listed(&expected, "causes") {
+        assert_eq!(
+            role_of(&id).as_deref(),
+            Some("cause"),
+            "{}: {id} should be a cause\n{}",
+            world.name,
+            diagnosis["headline"]
+        );
+    }
+    for id in listed(&expected, "not_causes") {
+        assert_ne!(
+            role_of(&id).as_deref(),
+            Some("cause"),
+            "{}: {id} should not be a cause\n{}",
+            world.name,
+            diagnosis["headline"]
+        );
+    }
+}
+
 async fn diagnose_world(name: &str) -> (LocalWorld, Value) {
     let world = world_with_lambda(name);
     world.deliver();
@@ -139,6 +185,43 @@ async fn diagnose_world(name: &str) -> (LocalWorld, Value) {
     );
     assert!(envelope["Subject"].as_str().unwrap().len() <= 100);
     (world, diagnosis)
+}
+
+/// The worlds with a test of their own below; every other world in
+/// `tests/worlds/` is diagnosed by [`every_other_world_is_diagnosed_as_its_expected_yaml_says`].
+const WORLDS_WITH_THEIR_OWN_TEST: [&str; 4] = [
+    "alb-flapping-worker-ceiling",
+    "alb-low-traffic-artifact",
+    "alb-sustained-hot-pod",
+    "eks-private-endpoint",
+];
+
+#[tokio::test]
+async fn every_other_world_is_diagnosed_as_its_expected_yaml_says() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../tests/worlds");
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .filter_map(|entry| {
+            let path = entry.ok()?.path();
+            (path.join("expected.yaml").exists())
+                .then(|| path.file_name()?.to_str().map(str::to_owned))
+                .flatten()
+        })
+        .filter(|name| !WORLDS_WITH_THEIR_OWN_TEST.contains(&name.as_str()))
+        .collect();
+    names.sort();
+    for name in &names {
+        let (world, diagnosis) = diagnose_world(name).await;
+        assert_matches_expected(&world, &diagnosis);
+        assert!(
+            !diagnosis["headline"].as_str().unwrap().contains("HPA")
+                || listed(&world.expected(), "not_causes")
+                    .iter()
+                    .all(|id| id != "hpa.cannot_react"),
+            "{name}: an HPA that is not a cause stays out of the headline: {}",
+            diagnosis["headline"]
+        );
+    }
 }
 
 #[tokio::test]
