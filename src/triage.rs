@@ -227,4 +227,47 @@ pub(crate) mod tests {
             alarm.state_change_time.0,
         )
     }
+
+    fn decided(id: crate::diagnosis::FindingId, cause: &str) -> crate::diagnosis::Finding {
+        crate::diagnosis::Finding {
+            id,
+            role: Default::default(),
+            hypothesis: String::new(),
+            verdict: crate::diagnosis::Verdict::Supported,
+            summary: String::new(),
+            cause: Some(cause.to_owned()),
+            evidence: vec![],
+            series: vec![],
+            facts: crate::diagnosis::Facts::None,
+        }
+    }
+
+    #[test]
+    fn the_headline_names_causes_in_causal_order_and_leaves_context_out() {
+        use crate::diagnosis::FindingId;
+        let d = sample();
+        let mut findings = vec![
+            decided(
+                FindingId::HpaCannotReact,
+                "HPA peaks at 36 % of request, under its 70 % target",
+            ),
+            decided(FindingId::ReadinessProbeMissing, "no probe"),
+            decided(
+                FindingId::RecentDeploy,
+                "a deploy just before the first transition",
+            ),
+        ];
+        crate::findings::roles::assign(&mut findings);
+        let headline = super::diagnosis_headline(
+            &d.alarm,
+            &crate::classify::Behaviour::Sustained,
+            "explanation",
+            &findings,
+            true,
+        );
+        assert_eq!(
+            headline,
+            "sustained: k8s-shop-latency (a deploy just before the first transition)"
+        );
+    }
 }
