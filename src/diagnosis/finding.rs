@@ -155,6 +155,10 @@ pub struct ThrottlingFacts {
     /// Pods whose usage reached their CPU limit.
     pub pods_at_limit: Vec<String>,
     pub limit_cores: Option<f64>,
+    /// The pods' CPU request, in cores, when set.
+    pub request_cores: Option<f64>,
+    /// The busiest pod's usage while breaching (p90), in cores.
+    pub peak_cores: Option<f64>,
 }
 
 /// The HPA's bounds as read.

@@ -108,6 +108,8 @@ mod tests {
                 worst_throttled_share: 0.0,
                 pods_at_limit: at_limit.iter().map(|p| (*p).to_owned()).collect(),
                 limit_cores: Some(1.0),
+                request_cores: Some(0.5),
+                peak_cores: Some(1.0),
             }),
         )
     }

@@ -723,14 +723,22 @@ fn ceiling(
             (
                 Verdict::Supported,
                 format!(
-                    "Every busy pod plateaus at {lo:.2}-{hi:.2} cores{}, near {per_pod:.0} whole core(s): the signature of {per_pod:.0} single-threaded worker(s) per pod. CPU-bound requests queue behind each other; the fleet runs about {workers:.0} at once.",
+                    "Every busy pod plateaus at {}{}, near {}: the signature of {} per pod. CPU-bound requests queue behind each other; the fleet runs about {workers:.0} at once.",
+                    if (hi - lo).abs() < 0.005 {
+                        format!("{hi:.2} cores")
+                    } else {
+                        format!("{lo:.2}-{hi:.2} cores")
+                    },
                     limit
                         .map(|l| format!(", well below the {l}-core limit"))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    crate::classify::plural(per_pod as u32, "whole core"),
+                    crate::classify::plural(per_pod as u32, "single-threaded worker"),
                 ),
                 Some(format!(
-                    "{} pods each capped at ~{hi:.1} cores by a per-process ceiling (about {per_pod:.0} worker each)",
-                    busy.len()
+                    "{} pods each capped at ~{hi:.1} cores by a per-process ceiling (about {} each)",
+                    busy.len(),
+                    crate::classify::plural(per_pod as u32, "worker")
                 )),
             )
         } else {
@@ -840,6 +848,12 @@ fn throttling(
         facts: Facts::Throttling(ThrottlingFacts {
             worst_throttled_share: worst,
             limit_cores: running.iter().find_map(|p| p.cpu_limit()),
+            request_cores: running.iter().find_map(|p| p.cpu_request()),
+            peak_cores: running
+                .iter()
+                .filter_map(|p| plateau(&p.name))
+                .reduce(f64::max)
+                .map(|v| round(v, 3)),
             pods_at_limit: at_limit
                 .iter()
                 .map(|(pod, _, _)| (*pod).to_owned())

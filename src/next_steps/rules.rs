@@ -205,6 +205,20 @@ pub fn more_workers_per_pod(context: &Context<'_>) -> Option<NextStep> {
     })
 }
 
+/// Cores rounded up to a quarter core, written without trailing zeros (`1.25`).
+pub fn quarter_cores_up(cores: f64) -> String {
+    let quarters = (cores * 4.0).ceil().max(1.0) / 4.0;
+    let text = format!("{quarters:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_owned()
+}
+
+/// A CPU request at which a per-process plateau of `plateau_cores` reads as
+/// about 10 % over a `target` % HPA target, rounded down to a quarter core.
+pub fn request_for_target(plateau_cores: f64, target: u32) -> f64 {
+    let request = plateau_cores / (f64::from(target.max(1)) / 100.0 * 1.1);
+    ((request * 4.0).floor() / 4.0).max(0.25)
+}
+
 /// A CPU target the pods can reach: three quarters of the peak, in steps of 5 %.
 pub fn reachable_target(peak_utilisation: f64) -> u32 {
     (((peak_utilisation * 0.75) / 5.0).floor() * 5.0).max(5.0) as u32
@@ -238,14 +252,25 @@ pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
     };
     let hpa = shell_quote(&bounds.name);
     if bounds.at_max() {
+        // Usage capped by a limit understates demand: the count is then a floor.
+        let capped = matches!(
+            context.facts(FindingId::CpuThrottling),
+            Facts::Throttling(t) if !t.pods_at_limit.is_empty()
+        );
         let suggestion = facts
             .peak_utilisation
             .zip(facts.target_utilisation)
             .filter(|(peak, target)| *peak > f64::from(*target))
             .map(|(peak, target)| {
                 format!(
-                    " to about {} ({peak:.0} % utilisation against its {target} % target)",
-                    replicas_for(bounds.max_replicas, peak, target)
+                    " to {} {} ({peak:.0} % utilisation against its {target} % target{})",
+                    if capped { "at least" } else { "about" },
+                    replicas_for(bounds.max_replicas, peak, target),
+                    if capped {
+                        ", measured while the CPU limit caps usage, so demand is higher"
+                    } else {
+                        ""
+                    }
                 )
             })
             .unwrap_or_default();
@@ -268,8 +293,25 @@ pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
     } else if facts.request_cores.is_none() {
         format!("Set CPU requests on {deployment}'s containers so the HPA can compute utilisation")
     } else if let Some(peak) = facts.peak_utilisation {
+        let request_instead = match (
+            context.facts(FindingId::WorkerCeiling),
+            facts.target_utilisation,
+            facts.request_cores,
+        ) {
+            (Facts::Ceiling(c), Some(target), Some(request))
+                if context.supported(FindingId::WorkerCeiling).is_some()
+                    && request_for_target(c.plateau_cores, target) < request =>
+            {
+                format!(
+                    ", or lower the CPU request from {request} to about {} cores: the workers can never use more than {:.2}",
+                    request_for_target(c.plateau_cores, target),
+                    c.plateau_cores
+                )
+            }
+            _ => String::new(),
+        };
         format!(
-            "Lower the HPA's CPU target to about {} % so that the {peak:.0} % the pods can reach triggers scaling",
+            "Lower the HPA's CPU target to about {} % so that the {peak:.0} % the pods can reach triggers scaling{request_instead}",
             reachable_target(peak)
         )
     } else {
@@ -368,10 +410,28 @@ pub fn find_why_pods_restarted(context: &Context<'_>) -> Option<NextStep> {
 pub fn more_cpu_headroom(context: &Context<'_>) -> Option<NextStep> {
     context.supported(FindingId::CpuThrottling)?;
     let (namespace, deployment) = workload_names(context.workload?);
+    // Pods that use more than they request overcommit their nodes: the
+    // request should follow the usage, not only the limit.
+    let request_advice = match context.facts(FindingId::CpuThrottling) {
+        Facts::Throttling(t) => t
+            .request_cores
+            .zip(t.peak_cores)
+            .filter(|(request, peak)| peak > request)
+            .map(|(request, peak)| {
+                format!(
+                    "; raise the request from {request} toward {} cores, what the pods use at peak, so the scheduler does not overcommit their nodes",
+                    quarter_cores_up(peak)
+                )
+            })
+            .unwrap_or_default(),
+        _ => String::new(),
+    };
     Some(NextStep {
-        proposal: format!("Give {deployment} more CPU headroom (raise or remove the CPU limit)"),
+        proposal: format!(
+            "Give {deployment} more CPU headroom (raise or remove the CPU limit){request_advice}"
+        ),
         rationale: summary_of(context, FindingId::CpuThrottling),
-        trade_offs: Some("A higher limit lets a busy pod take node CPU from its neighbours; keep requests honest so the scheduler places pods well.".to_owned()),
+        trade_offs: Some("A higher limit lets a busy pod take node CPU from its neighbours; with honest requests the scheduler places pods where the CPU is, and the HPA's utilisation means what it says.".to_owned()),
         commands: vec![promql(format!(
             "sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{{namespace=\"{namespace}\"}}[5m])) / sum by (pod) (rate(container_cpu_cfs_periods_total{{namespace=\"{namespace}\"}}[5m]))"
         ))],

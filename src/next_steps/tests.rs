@@ -523,3 +523,45 @@ fn a_flapping_alarm_is_dated_before_anything_else() {
             .starts_with("Treat this breach as a low-traffic artifact")
     }));
 }
+
+#[test]
+fn sizes_are_rounded_to_quarter_cores_in_the_safe_direction() {
+    assert_eq!(quarter_cores_up(0.99), "1");
+    assert_eq!(quarter_cores_up(1.01), "1.25");
+    // 1.95 cores at an 80 % target: 1.95 / 0.88 = 2.2, down to 2.0 cores.
+    assert!((request_for_target(1.95, 80) - 2.0).abs() < 1e-9);
+}
+
+#[test]
+fn pods_using_more_than_they_request_are_told_to_raise_the_request() {
+    use crate::diagnosis::finding::ThrottlingFacts;
+    let throttled = finding(
+        FindingId::CpuThrottling,
+        Verdict::Supported,
+        Facts::Throttling(ThrottlingFacts {
+            worst_throttled_share: 0.35,
+            pods_at_limit: vec!["web-a".to_owned()],
+            limit_cores: Some(1.0),
+            request_cores: Some(0.5),
+            peak_cores: Some(0.99),
+        }),
+    );
+    let step = run(more_cpu_headroom, std::slice::from_ref(&throttled)).unwrap();
+    assert!(
+        step.proposal
+            .contains("raise the request from 0.5 toward 1 cores"),
+        "{}",
+        step.proposal
+    );
+    // At its maximum while the limit caps usage, the replica count is a floor.
+    let step = run(
+        let_the_hpa_react,
+        &[hpa(bounds(6, 6), Some(198.0), Some(0.5)), throttled],
+    )
+    .unwrap();
+    assert!(
+        step.proposal.contains("to at least 17 (198 % utilisation"),
+        "{}",
+        step.proposal
+    );
+}
