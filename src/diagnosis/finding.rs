@@ -28,12 +28,13 @@ pub enum FindingId {
     ReadinessProbeMissing,
     PendingPods,
     PodRestarts,
+    DownstreamWait,
     Unrecognised(String),
 }
 
 impl FindingId {
     /// Every id this version produces, in no particular order.
-    pub const KNOWN: [FindingId; 14] = [
+    pub const KNOWN: [FindingId; 15] = [
         FindingId::AlarmFlapping,
         FindingId::LowTrafficArtifact,
         FindingId::LatencyOutliers,
@@ -48,6 +49,7 @@ impl FindingId {
         FindingId::ReadinessProbeMissing,
         FindingId::PendingPods,
         FindingId::PodRestarts,
+        FindingId::DownstreamWait,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -66,6 +68,7 @@ impl FindingId {
             FindingId::ReadinessProbeMissing => "pods.readiness_probe_missing",
             FindingId::PendingPods => "capacity.pending_pods",
             FindingId::PodRestarts => "pods.restarts",
+            FindingId::DownstreamWait => "dependency.waiting",
             FindingId::Unrecognised(id) => id,
         }
     }

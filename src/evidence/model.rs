@@ -184,3 +184,24 @@ pub struct SourceTiming {
     pub ms: u64,
     pub outcome: String,
 }
+
+/// The unit a CloudWatch metric's values are in, for people: `s` for the
+/// load balancer's response times, `requests` or `count` for its counters.
+pub fn unit_of_metric(metric_name: Option<&str>) -> &'static str {
+    match metric_name {
+        Some("TargetResponseTime") => "s",
+        Some("RequestCount" | "RequestCountPerTarget") => "requests",
+        Some(name) if name.ends_with("Count") => "count",
+        _ => "",
+    }
+}
+
+/// A value followed by its unit when it has one (`0.08 s`).
+pub fn with_unit(value: f64, unit: &str) -> String {
+    let rounded = (value * 1000.0).round() / 1000.0;
+    if unit.is_empty() {
+        format!("{rounded}")
+    } else {
+        format!("{rounded} {unit}")
+    }
+}

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use super::traffic::{breaches, round};
 use crate::diagnosis::summary::{TargetGroupSummary, UnhealthyTarget};
 use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
-use crate::evidence::model::{MetricSeries, TargetType};
+use crate::evidence::model::{MetricSeries, TargetType, with_unit};
 use crate::evidence::service_map::{self, ServiceRef};
 use crate::evidence::{AlbEvidence, GroupEvidence};
 
@@ -43,6 +43,7 @@ pub fn analyse(
     threshold: f64,
     comparison: &str,
     period_seconds: u32,
+    unit: &str,
 ) -> AlbAnalysis {
     let per_minute = 60.0 / f64::from(period_seconds.max(1));
     let periods: Vec<DateTime<Utc>> = if breach.is_empty() {
@@ -148,7 +149,7 @@ pub fn analyse(
     }
 
     let findings = vec![
-        shared_problem(&summaries, threshold, comparison, breach.is_empty()),
+        shared_problem(&summaries, threshold, comparison, breach.is_empty(), unit),
         unhealthy_targets(&summaries),
     ];
     AlbAnalysis {
@@ -157,12 +158,12 @@ pub fn analyse(
     }
 }
 
-fn group_line(s: &TargetGroupSummary) -> String {
+fn group_line(s: &TargetGroupSummary, unit: &str) -> String {
     format!(
         "{}: {} while breaching, {} requests/min, {} of the breach{}",
         s.label(),
         s.statistic_while_breaching
-            .map_or("no data".to_owned(), |v| format!("{v}")),
+            .map_or("no data".to_owned(), |v| with_unit(v, unit)),
         s.requests_per_minute_while_breaching
             .map_or("?".to_owned(), |v| format!("{v:.0}")),
         s.share_of_breach
@@ -176,6 +177,7 @@ fn shared_problem(
     threshold: f64,
     comparison: &str,
     no_breach: bool,
+    unit: &str,
 ) -> Finding {
     let with_data: Vec<&TargetGroupSummary> = summaries
         .iter()
@@ -192,13 +194,13 @@ fn shared_problem(
     let culprits: Vec<&TargetGroupSummary> = summaries.iter().filter(|s| s.culprit).collect();
     let evidence: Vec<Evidence> = summaries
         .iter()
-        .map(|s| Evidence::text("target group", group_line(s)))
+        .map(|s| Evidence::text("target group", group_line(s, unit)))
         .chain([
             Evidence::number("target groups", summaries.len() as f64, ""),
             Evidence::number(
                 "groups breaching the threshold themselves",
                 slow.len() as f64,
-                "",
+                "groups",
             ),
         ])
         .collect();
@@ -256,7 +258,7 @@ fn shared_problem(
                     1 => "the other group stays".to_owned(),
                     n => format!("the {n} other groups stay"),
                 },
-                fastest_others.map_or("no data".to_owned(), |v| format!("{v}")),
+                fastest_others.map_or("no data".to_owned(), |v| with_unit(v, unit)),
                 if no_breach {
                     " (last 30 minutes; no breaching period in the window)"
                 } else {
@@ -337,7 +339,7 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
     evidence.push(Evidence::number(
         "UnHealthyHostCount peak in the window",
         peak_unhealthy,
-        "",
+        "hosts",
     ));
     let (verdict, summary, cause) = if unhealthy_now > 0 || peak_unhealthy > 0.0 {
         (

@@ -3,6 +3,7 @@
 
 pub mod alarm;
 pub mod alb;
+pub mod dependency;
 pub mod roles;
 pub mod traffic;
 pub mod workload;
@@ -73,6 +74,7 @@ pub fn breakdown(
         threshold,
         comparison_of(alarm),
         alarm.period_seconds.unwrap_or(60),
+        crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
     ))
 }
 
@@ -181,9 +183,13 @@ pub fn decide(
                     p99: &g.p99,
                     maximum: &g.maximum,
                     period_seconds: alarm.period_seconds.unwrap_or(60),
+                    unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
                 })
             }
-            None => evidence.statistics.as_ref().map(traffic::spread_of),
+            None => evidence.statistics.as_ref().map(|stats| traffic::Spread {
+                unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+                ..traffic::spread_of(stats)
+            }),
         };
         if let Some(spread) = spread {
             let position = decided.findings.len().min(2);
@@ -191,6 +197,10 @@ pub fn decide(
                 .findings
                 .insert(position, traffic::outliers(spread, &breach, threshold));
         }
+    }
+    if let Some(workload) = &decided.workload {
+        let waiting = dependency::waiting_downstream(&decided.findings, workload);
+        decided.findings.push(waiting);
     }
     if let Some(lor) = alb::least_outstanding_requests(&decided.target_groups, &decided.findings) {
         decided.findings.push(lor);

@@ -15,17 +15,18 @@ pub fn causal_rank(id: &FindingId) -> u8 {
         FindingId::LowTrafficArtifact => 1,
         FindingId::RecentDeploy => 2,
         FindingId::PodRestarts => 3,
-        FindingId::PodImbalance => 4,
-        FindingId::WorkerCeiling => 5,
-        FindingId::CpuThrottling => 6,
-        FindingId::UnhealthyTargets => 7,
-        FindingId::HpaCannotReact => 8,
-        FindingId::PendingPods => 9,
-        FindingId::LeastOutstandingRequests => 10,
-        FindingId::ReadinessProbeMissing => 11,
-        FindingId::LatencyOutliers => 12,
-        FindingId::AlarmFlapping => 13,
-        FindingId::Unrecognised(_) => 14,
+        FindingId::DownstreamWait => 4,
+        FindingId::PodImbalance => 5,
+        FindingId::WorkerCeiling => 6,
+        FindingId::CpuThrottling => 7,
+        FindingId::UnhealthyTargets => 8,
+        FindingId::HpaCannotReact => 9,
+        FindingId::PendingPods => 10,
+        FindingId::LeastOutstandingRequests => 11,
+        FindingId::ReadinessProbeMissing => 12,
+        FindingId::LatencyOutliers => 13,
+        FindingId::AlarmFlapping => 14,
+        FindingId::Unrecognised(_) => 15,
     }
 }
 
@@ -50,6 +51,7 @@ fn role_of(finding: &Finding, saturated: bool) -> Role {
             | FindingId::LowTrafficArtifact
             | FindingId::RecentDeploy
             | FindingId::PodRestarts
+            | FindingId::DownstreamWait
             | FindingId::PodImbalance
             | FindingId::WorkerCeiling
             | FindingId::CpuThrottling

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
 use crate::evidence::Statistics;
-use crate::evidence::model::MetricSeries;
+use crate::evidence::model::{MetricSeries, with_unit};
 
 /// Below this many requests a minute during the breach, a few slow requests
 /// can move an Average: the breach is likely a statistical artifact.
@@ -101,20 +101,20 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
     let mut evidence = vec![Evidence::number(
         "breaching periods in the window",
         breach.len() as f64,
-        "",
+        "periods",
     )];
     if let Some(d) = during {
         evidence.push(Evidence::number(
             "requests per minute while breaching (median)",
             round(d, 1),
-            "",
+            "requests/min",
         ));
     }
     if let Some(b) = before {
         evidence.push(Evidence::number(
             "requests per minute otherwise (median)",
             round(b, 1),
-            "",
+            "requests/min",
         ));
     }
     let statistic = stats.alarm_statistic.as_str();
@@ -194,6 +194,8 @@ pub struct Spread<'a> {
     pub p99: &'a MetricSeries,
     pub maximum: &'a MetricSeries,
     pub period_seconds: u32,
+    /// The metric's unit (`s`), for people.
+    pub unit: &'a str,
 }
 
 /// Average driven by a few outliers vs broad slowness: the median request against the threshold.
@@ -206,6 +208,7 @@ pub fn outliers(spread: Spread<'_>, breach: &[DateTime<Utc>], threshold: f64) ->
         .filter_map(|t| spread.maximum.at(*t))
         .reduce(f64::max);
     let mut evidence = vec![Evidence::text("measured on", spread.scope)];
+    let unit = spread.unit;
     for (name, value) in [
         ("Average while breaching (median)", average),
         ("p50 while breaching (median)", p50),
@@ -213,30 +216,39 @@ pub fn outliers(spread: Spread<'_>, breach: &[DateTime<Utc>], threshold: f64) ->
         ("Maximum while breaching", maximum),
     ] {
         if let Some(v) = value {
-            evidence.push(Evidence::number(name, round(v, 3), ""));
+            evidence.push(Evidence::number(name, round(v, 3), unit));
         }
     }
-    evidence.push(Evidence::number("threshold", threshold, ""));
+    evidence.push(Evidence::number("threshold", threshold, unit));
     let scope = spread.scope;
+    let v = |x: f64| with_unit(round(x, 2), unit);
     let (verdict, summary) = match (p50, average) {
         (Some(p50), Some(avg)) if p50 < threshold * 0.5 => (
             Verdict::Supported,
             format!(
-                "On {scope}, the median request took {p50:.2} while the Average was {avg:.2}: a minority of slow requests (p99 {}, Maximum {}) drives the Average over {threshold}.",
-                p99.map_or("n/a".to_owned(), |v| format!("{v:.2}")),
-                maximum.map_or("n/a".to_owned(), |v| format!("{v:.2}"))
+                "On {scope}, the median request took {} while the Average was {}: a minority of slow requests (p99 {}, Maximum {}) drives the Average over {}.",
+                v(p50),
+                v(avg),
+                p99.map_or("n/a".to_owned(), v),
+                maximum.map_or("n/a".to_owned(), v),
+                v(threshold)
             ),
         ),
         (Some(p50), Some(avg)) if p50 >= threshold => (
             Verdict::Refuted,
             format!(
-                "Broad slowness on {scope}: the median request itself took {p50:.2} (Average {avg:.2}), above the {threshold} threshold."
+                "Broad slowness on {scope}: the median request itself took {} (Average {}), above the {} threshold.",
+                v(p50),
+                v(avg),
+                v(threshold)
             ),
         ),
         (Some(p50), Some(avg)) => (
             Verdict::Inconclusive,
             format!(
-                "On {scope}, the median request took {p50:.2} (Average {avg:.2}): neither clearly a few outliers nor broad slowness."
+                "On {scope}, the median request took {} (Average {}): neither clearly a minority of slow requests nor broad slowness.",
+                v(p50),
+                v(avg)
             ),
         ),
         _ => (
@@ -247,7 +259,8 @@ pub fn outliers(spread: Spread<'_>, breach: &[DateTime<Utc>], threshold: f64) ->
     Finding {
         role: Default::default(),
         id: FindingId::LatencyOutliers,
-        hypothesis: "A few outliers drive the Average (rather than broad slowness)".to_owned(),
+        hypothesis: "A minority of slow requests drives the Average (rather than broad slowness)"
+            .to_owned(),
         verdict,
         summary,
         cause: None,
@@ -277,6 +290,7 @@ pub fn spread_of(stats: &Statistics) -> Spread<'_> {
         p99: &stats.p99,
         maximum: &stats.maximum,
         period_seconds: stats.period_seconds,
+        unit: "",
     }
 }
 

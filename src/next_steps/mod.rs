@@ -67,11 +67,12 @@ pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 /// The rules after the flapping and culprit steps, each with the finding it
 /// acts on. [`propose`] reads them causes first, in causal order, then
 /// context; rules about the alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 15] = [
+pub const RULES: [(Option<FindingId>, Rule); 16] = [
     (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
     (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
     (Some(FindingId::PodImbalance), rules::look_at_the_hot_pod),
     (Some(FindingId::PodRestarts), rules::find_why_pods_restarted),
+    (Some(FindingId::DownstreamWait), rules::look_downstream),
     (Some(FindingId::CpuThrottling), rules::more_cpu_headroom),
     (
         Some(FindingId::ReadinessProbeMissing),

@@ -401,7 +401,11 @@ pub fn find_why_pods_restarted(context: &Context<'_>) -> Option<NextStep> {
     Some(NextStep {
         proposal,
         rationale: finding.summary.clone(),
-        trade_offs: Some("An OOMKill is fixed by memory (limit or a leak), not CPU; a pod that restarts under load comes back cold and is slower until it warms up, so a readiness probe and a slow start help.".to_owned()),
+        trade_offs: Some(match failed.map(|p| p.reason.as_str()) {
+            Some("OOMKilled") => "An OOMKill is fixed by memory (a limit that fits the working set, or a leak), not CPU. The restarted pod then serves cold: warm its caches before it reports ready, or give the target group a slow start (slow_start.duration_seconds) so the ALB ramps its share up.".to_owned(),
+            Some(_) => "A crashing pod is fixed by its cause (the previous logs say it); meanwhile it serves cold after each restart: a slow start on the target group (slow_start.duration_seconds) ramps its share up.".to_owned(),
+            None => "New pods serve cold: warm caches before reporting ready, or give the target group a slow start (slow_start.duration_seconds).".to_owned(),
+        }),
         commands,
     })
 }
@@ -513,15 +517,58 @@ pub fn spread_pods_across_nodes(context: &Context<'_>) -> Option<NextStep> {
 
 pub fn treat_as_low_traffic_artifact(context: &Context<'_>) -> Option<NextStep> {
     context.supported(FindingId::LowTrafficArtifact)?;
+    let alarm = context.alarm;
+    let statistic = alarm.statistic.as_deref().unwrap_or("Average");
+    let percentile = statistic.starts_with('p') || statistic.starts_with("tm");
+    let (rationale, trade_offs) = if percentile {
+        (
+            format!(
+                "At this traffic a {statistic} is the slowest request or two of each period; nothing suggests users at large were affected."
+            ),
+            format!(
+                "More datapoints to alarm do not help a {statistic} over too few requests: set EvaluateLowSampleCountPercentile to ignore (CloudWatch then skips periods with too few samples), or guard it with metric math on RequestCount; either also hides slowness at night, so look at the slow requests first."
+            ),
+        )
+    } else {
+        (
+            "A handful of slow requests moved the Average of a near-idle target; nothing suggests users at large were affected.".to_owned(),
+            "A metric-math alarm such as IF(requests > 60, latency, 0), or p99 with M of N datapoints, stops these pages but also hides slowness at night; check the slow requests first.".to_owned(),
+        )
+    };
     Some(NextStep {
-        proposal: "Treat this breach as a low-traffic artifact; make the alarm require real traffic".to_owned(),
-        rationale: "A handful of slow requests moved the Average of a near-idle target; nothing suggests users at large were affected.".to_owned(),
-        trade_offs: Some("A metric-math alarm such as IF(requests > 60, latency, 0), or p99 with M of N datapoints, stops these pages but also hides slowness at night; check the slow requests first.".to_owned()),
+        proposal:
+            "Treat this breach as a low-traffic artifact; make the alarm require real traffic"
+                .to_owned(),
+        rationale,
+        trade_offs: Some(trade_offs),
         commands: vec![aws(format!(
-            "aws cloudwatch describe-alarms --alarm-names {} --query 'MetricAlarms[0].[Statistic,Threshold,EvaluationPeriods,DatapointsToAlarm,TreatMissingData]' --output table{}",
-            shell_quote(&context.alarm.name),
-            region_flag(context.alarm)
+            "aws cloudwatch describe-alarms --alarm-names {} --query 'MetricAlarms[0].[Statistic,ExtendedStatistic,Threshold,EvaluationPeriods,DatapointsToAlarm,TreatMissingData,EvaluateLowSampleCountPercentile]' --output table{}",
+            shell_quote(&alarm.name),
+            region_flag(alarm)
         ))],
+    })
+}
+
+/// Slow while idle: look at what the service waits on.
+pub fn look_downstream(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.supported(FindingId::DownstreamWait)?;
+    let (namespace, deployment) = workload_names(context.workload?);
+    let ns = shell_quote(namespace);
+    let name = shell_quote(deployment);
+    Some(NextStep {
+        proposal: format!(
+            "Look at what {deployment} waits on (database, cache, other services, connection pools): its pods idle while requests are slow"
+        ),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("More pods or CPU will not help a service that waits; more pods can even make a struggling database worse.".to_owned()),
+        commands: vec![
+            kubectl(format!(
+                "kubectl -n {ns} logs deployment/{name} --since=30m --all-containers | grep -iE 'timeout|timed out|deadline|pool|refused|slow' | tail -50"
+            )),
+            kubectl(format!(
+                "kubectl -n {ns} get deployment {name} -o jsonpath='{{.spec.template.spec.containers[*].env[*].name}}'"
+            )),
+        ],
     })
 }
 
@@ -634,7 +681,11 @@ pub fn alarm_on_p99_per_target_group(context: &Context<'_>) -> Option<NextStep> 
         && alarm.statistic.as_deref() == Some("Average"))
     .then(|| NextStep {
         proposal: "Once the cause is fixed, consider alarming on p99 per target group instead of the ALB-wide Average".to_owned(),
-        rationale: "An ALB-wide Average mixes fast and slow services and can be pushed over the threshold by a few slow requests at low traffic; per-group p99 points at the service and measures what users feel.".to_owned(),
+        rationale: if context.supported(FindingId::LowTrafficArtifact).is_some() {
+            "An ALB-wide Average mixes fast and slow services and is pushed over its threshold by a few slow requests at low traffic; per-group p99 points at the service and measures what users feel.".to_owned()
+        } else {
+            "An ALB-wide Average mixes fast and slow services, so a slow one is diluted by the fast ones; per-group p99 points at the service and measures what users feel.".to_owned()
+        },
         trade_offs: Some("p99 is noisier at low request counts: pair it with M-of-N datapoints (e.g. 3 of 5) and a minimum RequestCount; tuning the alarm before the cause is known only hides it.".to_owned()),
         commands: vec![],
     })

@@ -106,6 +106,7 @@ fn one_slow_group_among_six_clears_the_shared_alb_and_is_named() {
         0.8,
         "GreaterThanThreshold",
         60,
+        "s",
     );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Refuted);
     let culprits: Vec<&str> = a
@@ -141,6 +142,7 @@ fn most_groups_slow_at_once_supports_a_shared_problem() {
         0.8,
         "GreaterThanThreshold",
         60,
+        "s",
     );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Supported);
 }
@@ -160,6 +162,7 @@ fn a_single_group_cannot_separate_the_alb_from_the_service() {
         0.8,
         "GreaterThanThreshold",
         60,
+        "s",
     );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Supported);
@@ -213,6 +216,7 @@ fn a_group_without_targets_is_reported_not_guessed() {
         0.8,
         "GreaterThanThreshold",
         60,
+        "s",
     );
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Inconclusive);
 }
@@ -228,6 +232,7 @@ fn no_datapoints_at_all_decide_nothing() {
         0.8,
         "GreaterThanThreshold",
         60,
+        "s",
     );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Inconclusive);
