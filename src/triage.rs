@@ -230,6 +230,7 @@ pub(crate) mod tests {
 
     fn decided(id: crate::diagnosis::FindingId, cause: &str) -> crate::diagnosis::Finding {
         crate::diagnosis::Finding {
+            ruled_out_by: None,
             id,
             role: Default::default(),
             hypothesis: String::new(),

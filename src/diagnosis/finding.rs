@@ -289,6 +289,10 @@ pub struct Finding {
     /// A short clause for the verdict line, when this finding explains the alarm.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cause: Option<String>,
+    /// When refuted: a short clause with the number that ruled it out, for
+    /// the report's "Ruled out:" line (`low traffic: 1392 requests/min`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ruled_out_by: Option<String>,
     pub evidence: Vec<Evidence>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<Series>,

@@ -76,7 +76,12 @@ pub fn alarm_behaviour(classification: &Classification, history_known: bool) -> 
                 classification.behaviour.as_str(),
                 classification.explanation
             ),
-            None,
+            Some(format!(
+                "flapping: {} into ALARM in {} h, state-change score {:.0} %",
+                crate::classify::plural(f.alarm_cycles, "entry"),
+                f.lookback_seconds / 3600,
+                f.percent_state_change
+            )),
         )
     };
     Finding {
@@ -85,7 +90,8 @@ pub fn alarm_behaviour(classification: &Classification, history_known: bool) -> 
         hypothesis: "The alarm is flapping (repeated OK/ALARM cycles) rather than a sustained breach or a one-off".to_owned(),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: vec![classification.timeline.clone()],
         facts: Facts::None,

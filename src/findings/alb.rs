@@ -282,6 +282,21 @@ fn shared_problem(
         )
     };
     Finding {
+        ruled_out_by: (verdict == Verdict::Refuted).then(|| {
+            format!(
+                "shared ALB: {} at or under {}",
+                match summaries.len() - culprits.len() {
+                    1 => "the other group".to_owned(),
+                    n => format!("the {n} other groups"),
+                },
+                summaries
+                    .iter()
+                    .filter(|s| !s.culprit)
+                    .filter_map(|s| s.statistic_while_breaching)
+                    .reduce(f64::max)
+                    .map_or("no data".to_owned(), |v| with_unit(v, unit))
+            )
+        }),
         role: Default::default(),
         id: FindingId::SharedLoadBalancerProblem,
         hypothesis:
@@ -366,7 +381,7 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
         (
             Verdict::Refuted,
             "Every target is healthy and UnHealthyHostCount stayed at 0.".to_owned(),
-            None,
+            Some("unhealthy targets: none, UnHealthyHostCount 0".to_owned()),
         )
     } else {
         (
@@ -381,7 +396,8 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
         hypothesis: "Unhealthy targets explain the alarm".to_owned(),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: Vec::new(),
         facts: Facts::None,
@@ -466,6 +482,16 @@ pub fn least_outstanding_requests(
         ),
     };
     Some(Finding {
+        ruled_out_by: (verdict == Verdict::Refuted).then(|| {
+            format!(
+                "least outstanding requests: {}",
+                match (TargetType::parse(&culprit.target_type), algorithm.as_str()) {
+                    (TargetType::Instance, _) => "instance mode",
+                    (_, "least_outstanding_requests") => "already in use",
+                    _ => "pods evenly loaded",
+                }
+            )
+        }),
         role: Default::default(),
         id: FindingId::LeastOutstandingRequests,
         hypothesis: "Switching the target group to least outstanding requests would help"

@@ -68,7 +68,7 @@ pub fn waiting_downstream(findings: &[Finding], workload: &WorkloadSummary) -> F
         Some(id) => (
             Verdict::Refuted,
             format!("The pods' CPU explains the latency ({id} is supported): no need to look further downstream first."),
-            None,
+            Some(format!("waiting on a dependency: {id} explains it")),
         ),
         None if measured.is_empty() => (
             Verdict::Inconclusive,
@@ -101,7 +101,8 @@ pub fn waiting_downstream(findings: &[Finding], workload: &WorkloadSummary) -> F
         hypothesis: "The pods wait on a dependency: slow while their CPU idles".to_owned(),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: Vec::new(),
         facts: Facts::None,
@@ -115,6 +116,7 @@ mod tests {
 
     fn finding(id: FindingId, verdict: Verdict) -> Finding {
         Finding {
+            ruled_out_by: None,
             id,
             role: Default::default(),
             hypothesis: String::new(),

@@ -90,6 +90,7 @@ mod tests {
 
     fn finding(id: FindingId, verdict: Verdict, facts: Facts) -> Finding {
         Finding {
+            ruled_out_by: None,
             id,
             role: Role::Context,
             hypothesis: String::new(),

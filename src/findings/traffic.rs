@@ -155,7 +155,7 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
         Some(d) if d >= busy => (
             Verdict::Refuted,
             format!("{d:.0} requests a minute while the alarm breached: many requests were slow, not a statistical artifact."),
-            None,
+            Some(format!("low traffic: {d:.0} requests/min")),
         ),
         Some(d) => (
             Verdict::Inconclusive,
@@ -173,7 +173,8 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
         ),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: vec![crate::series::Series {
             label: format!("{} per period", stats.requests_metric),
@@ -264,6 +265,12 @@ pub fn outliers(spread: Spread<'_>, breach: &[DateTime<Utc>], threshold: f64) ->
         verdict,
         summary,
         cause: None,
+        ruled_out_by: (verdict == Verdict::Refuted).then(|| {
+            format!(
+                "a minority of slow requests: the median took {}",
+                p50.map_or("n/a".to_owned(), v)
+            )
+        }),
         evidence,
         series: vec![
             crate::series::Series {

@@ -418,7 +418,10 @@ fn imbalance(
                         "No pod is busy while breaching (the busiest at {:.2} cores): CPU imbalance cannot explain the latency.",
                         hottest.map_or(0.0, |h| h.1)
                     ),
-                    None,
+                    Some(format!(
+                        "hot pod: none busy (the busiest at {:.2} cores)",
+                        hottest.map_or(0.0, |h| h.1)
+                    )),
                 )
             } else if spread <= TOGETHER_CV {
                 (
@@ -427,7 +430,11 @@ fn imbalance(
                         "The {} pods move together while breaching (spread {spread:.2}, hottest {ratio:.2}x the others): the load is shared evenly, not imbalanced.",
                         u.by_pod.len()
                     ),
-                    None,
+                    Some(format!(
+                        "hot pod: the {} pods within {:.0} % of each other",
+                        u.by_pod.len(),
+                        spread * 100.0
+                    )),
                 )
             } else {
                 (
@@ -468,7 +475,8 @@ fn imbalance(
             .to_owned(),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: series
             .map(|s| {
@@ -587,7 +595,7 @@ fn restarts(
                 "Every one of the {} pods started inside the breach window, together (a rollout or a restart of the whole Deployment): no pod restarted on its own; the deploy finding weighs the rollout.",
                 workload.pods.len()
             ),
-            None,
+            Some("restarts: none (the whole fleet started together)".to_owned()),
         )
     } else if !new.is_empty() && new.len() < workload.pods.len() {
         (
@@ -615,7 +623,7 @@ fn restarts(
                 "{} restarted, but before the breach window: not why the alarm fired now.",
                 crate::classify::plural(old_restarts, "pod")
             ),
-            None,
+            Some("restarts: none in the breach window".to_owned()),
         )
     } else {
         (
@@ -624,7 +632,7 @@ fn restarts(
                 "None of the {} pods restarted, crash-looped or started inside the breach window.",
                 workload.pods.len()
             ),
-            None,
+            Some("restarts: none".to_owned()),
         )
     };
     Finding {
@@ -633,7 +641,8 @@ fn restarts(
         hypothesis: "Pods restarted, crashed or were replaced around the breach (OOMKilled, CrashLoopBackOff, new pods)".to_owned(),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: Vec::new(),
         facts: Facts::Restarts(RestartFacts { pods: turnover }),
@@ -675,7 +684,7 @@ fn ceiling(
         (
             Verdict::Refuted,
             "No pod was busy (all under 0.5 cores) while the alarm breached.".to_owned(),
-            None,
+            Some("worker ceiling: no pod busy".to_owned()),
         )
     } else if running.len() > 1 && busy.len() * 2 <= running.len() {
         (
@@ -685,7 +694,11 @@ fn ceiling(
                 busy.len(),
                 running.len()
             ),
-            None,
+            Some(format!(
+                "worker ceiling: only {} of {} pods busy",
+                busy.len(),
+                running.len()
+            )),
         )
     } else if busy
         .iter()
@@ -694,7 +707,7 @@ fn ceiling(
         (
             Verdict::Refuted,
             "A pod reaches its CPU limit: the cap is the limit, not the process.".to_owned(),
-            None,
+            Some("worker ceiling: the pods reach their CPU limit".to_owned()),
         )
     } else {
         let values: Vec<f64> = busy.iter().map(|(_, v, _)| *v).collect();
@@ -747,7 +760,9 @@ fn ceiling(
                 format!(
                     "The busy pods' plateaus ({lo:.2}-{hi:.2} cores) are not a common whole-core ceiling below the limit."
                 ),
-                None,
+                Some(format!(
+                    "worker ceiling: plateaus at {lo:.2}-{hi:.2} cores, not whole cores"
+                )),
             )
         }
     };
@@ -758,7 +773,8 @@ fn ceiling(
             .to_owned(),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: Vec::new(),
         facts,
@@ -827,7 +843,10 @@ fn throttling(
                 "At most {:.1} % of CFS periods throttled, no pod at its limit.",
                 worst * 100.0
             ),
-            None,
+            Some(format!(
+                "throttling: at most {:.1} % of CFS periods",
+                worst * 100.0
+            )),
         )
     } else {
         (
@@ -842,7 +861,8 @@ fn throttling(
         hypothesis: "CPU throttling at the limit slows the pods".to_owned(),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: Vec::new(),
         facts: Facts::Throttling(ThrottlingFacts {
@@ -893,7 +913,8 @@ fn hpa(
         hypothesis: "The HPA cannot scale out of this".to_owned(),
         verdict,
         summary,
-        cause,
+        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
+        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: Vec::new(),
         facts: Facts::Hpa(facts),
@@ -1068,7 +1089,9 @@ fn hpa_verdict(
                 "The HPA sees {peak:.0} % against a {target} % target: it can scale out (up to {}).",
                 hpa.max_replicas
             ),
-            None,
+            Some(format!(
+                "HPA blind: it reaches {peak:.0} % against its {target} % target"
+            )),
         )
     }
 }
@@ -1122,6 +1145,17 @@ fn deploy(workload: &Workload, classification: &Classification) -> Finding {
         hypothesis: "A recent deploy caused it".to_owned(),
         cause: (verdict == Verdict::Supported)
             .then(|| "a deploy just before the first transition".to_owned()),
+        ruled_out_by: match (verdict, rollout, started) {
+            (Verdict::Refuted, Some(r), Some(s)) if r > s => Some(format!(
+                "deploy: {} after the episode began",
+                human_duration(r - s)
+            )),
+            (Verdict::Refuted, Some(r), Some(s)) => Some(format!(
+                "deploy: {} before the episode began",
+                human_duration(s - r)
+            )),
+            _ => None,
+        },
         verdict,
         summary,
         evidence,
@@ -1158,6 +1192,7 @@ fn readiness(workload: &Workload) -> Finding {
         )
     };
     Finding {
+        ruled_out_by: (verdict == Verdict::Refuted).then(|| "readiness probe: present".to_owned()),
         role: Default::default(),
         id: FindingId::ReadinessProbeMissing,
         hypothesis: "Pods behind the load balancer lack a readiness probe".to_owned(),
@@ -1223,6 +1258,7 @@ fn pending(workload: &Workload) -> Finding {
         id: FindingId::PendingPods,
         hypothesis: "Pods cannot be scheduled (capacity)".to_owned(),
         cause: (verdict == Verdict::Supported).then(|| format!("{} pod(s) pending", pending.len())),
+        ruled_out_by: (verdict == Verdict::Refuted).then(|| "pending pods: none".to_owned()),
         verdict,
         summary,
         evidence,

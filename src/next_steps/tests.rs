@@ -53,6 +53,7 @@ fn classification(behaviour: Behaviour) -> Classification {
 /// supported finding is a cause, a refuted one is ruled out.
 fn finding(id: FindingId, verdict: Verdict, facts: Facts) -> Finding {
     Finding {
+        ruled_out_by: None,
         role: match verdict {
             Verdict::Supported => Role::Cause,
             Verdict::Refuted => Role::RuledOut,

@@ -187,6 +187,7 @@ fn a_single_group_cannot_separate_the_alb_from_the_service() {
 fn lor(a: &AlbAnalysis, imbalance: Option<Verdict>) -> Verdict {
     let findings: Vec<Finding> = imbalance
         .map(|verdict| Finding {
+            ruled_out_by: None,
             id: FindingId::PodImbalance,
             role: Default::default(),
             hypothesis: String::new(),
