@@ -26,6 +26,7 @@ pub mod pipeline;
 pub mod publish;
 pub mod render;
 pub mod series;
+pub mod severity;
 pub mod telemetry;
 pub mod triage;
 

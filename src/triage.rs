@@ -9,7 +9,7 @@ use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify, human_
 use crate::diagnosis::finding::Role;
 use crate::diagnosis::{
     AlarmFacts, Diagnosis, DiagnosisId, Finding, FindingId, Link, MAX_LINK_URL_CHARS, ReportKind,
-    SCHEMA, Severity,
+    SCHEMA,
 };
 use crate::evidence::model::load_balancer_name;
 use crate::evidence::plan;
@@ -64,11 +64,20 @@ pub fn assemble(
             )
         }
     };
-    let severity = match (kind, classification.behaviour) {
-        (ReportKind::Resolution, _) => Severity::Info,
-        (ReportKind::Diagnosis, Behaviour::Sustained) => Severity::Critical,
-        (ReportKind::Diagnosis, _) => Severity::Warning,
-    };
+    let breaching_minutes = u32::try_from(
+        findings::breaching_periods(&alarm, evidence.statistics.as_ref()).len() as u64
+            * u64::from(alarm.period_seconds.unwrap_or(60))
+            / 60,
+    )
+    .unwrap_or(u32::MAX);
+    let (severity, severity_reason) = crate::severity::assess(&crate::severity::Impact {
+        kind,
+        behaviour: classification.behaviour,
+        alarm: &alarm,
+        findings: &decided.findings,
+        target_groups: &decided.target_groups,
+        breaching_minutes,
+    });
     let next_steps = propose(&alarm, &classification, &decided, kind, now);
     let links = console_links(&alarm);
     let mut notes = plan(notification).notes;
@@ -81,6 +90,7 @@ pub fn assemble(
         generated_at: now,
         headline,
         severity,
+        severity_reason: Some(severity_reason),
         alarm,
         classification,
         findings: decided.findings,

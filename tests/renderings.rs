@@ -7,7 +7,72 @@ use alarm_triage::diagnosis::Diagnosis;
 use alarm_triage::render;
 use serde_json::Value;
 
-const FIXTURES: &[&str] = &["alb-flapping-worker-ceiling", "alb-sustained-hot-pod"];
+/// Every captured world: `tests/fixtures/diagnosis-<world>.json` (re-captured
+/// by `scripts/capture_fixtures.sh`).
+fn fixtures() -> Vec<String> {
+    let dir = format!("{}/tests/fixtures", env!("CARGO_MANIFEST_DIR"));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            Some(
+                name.strip_prefix("diagnosis-")?
+                    .strip_suffix(".json")?
+                    .to_owned(),
+            )
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn every_world_has_a_captured_diagnosis() {
+    let worlds = format!("{}/tests/worlds", env!("CARGO_MANIFEST_DIR"));
+    let captured = fixtures();
+    for entry in std::fs::read_dir(worlds).unwrap() {
+        let path = entry.unwrap().path();
+        if path.join("expected.yaml").exists() {
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            assert!(
+                captured.contains(&name),
+                "{name}: run scripts/capture_fixtures.sh {name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_first_screen_fits_twenty_five_lines_of_eighty_columns_in_every_world() {
+    for name in fixtures() {
+        let d = fixture(&name);
+        let screen = render::text::first_screen(&d);
+        assert!(
+            screen.len() <= render::text::FIRST_SCREEN_LINES,
+            "{name}: {} lines\n{}",
+            screen.len(),
+            screen.join("\n")
+        );
+        for line in &screen {
+            assert!(line.chars().count() <= 80, "{name}: {line:?}");
+        }
+        let text = render::text::render(&d);
+        assert!(
+            text.starts_with(&screen.join("\n")),
+            "{name}: the report opens with it"
+        );
+        let causes = d
+            .findings
+            .iter()
+            .filter(|f| f.role == alarm_triage::diagnosis::finding::Role::Cause)
+            .count();
+        assert_eq!(
+            screen.iter().any(|l| l == "Causes"),
+            causes > 0,
+            "{name}: causes are on the first screen when there are any"
+        );
+    }
+}
 
 fn fixture(name: &str) -> Diagnosis {
     let path = format!(
@@ -19,7 +84,8 @@ fn fixture(name: &str) -> Diagnosis {
 
 #[test]
 fn captured_diagnoses_parse_serialise_and_reparse_unchanged() {
-    for name in FIXTURES {
+    for name in fixtures() {
+        let name = name.as_str();
         let d = fixture(name);
         let again: Diagnosis = serde_json::from_str(&d.to_json().unwrap()).unwrap();
         assert_eq!(d, again, "{name}");
@@ -31,7 +97,8 @@ fn captured_diagnoses_validate_against_the_schema() {
     let schema: Value =
         serde_json::from_str(include_str!("../schema/diagnosis-v1.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    for name in FIXTURES {
+    for name in fixtures() {
+        let name = name.as_str();
         let value = serde_json::to_value(fixture(name)).unwrap();
         let errors: Vec<String> = validator
             .iter_errors(&value)
@@ -43,7 +110,8 @@ fn captured_diagnoses_validate_against_the_schema() {
 
 #[test]
 fn full_diagnoses_render_as_snapshotted() {
-    for name in FIXTURES {
+    for name in fixtures() {
+        let name = name.as_str();
         let d = fixture(name);
         insta::assert_snapshot!(format!("{name}.text"), render::text::render(&d));
         insta::assert_json_snapshot!(format!("{name}.slack"), render::slack::render(&d));
@@ -53,7 +121,8 @@ fn full_diagnoses_render_as_snapshotted() {
 
 #[test]
 fn full_diagnoses_respect_slack_limits_and_eighty_columns() {
-    for name in FIXTURES {
+    for name in fixtures() {
+        let name = name.as_str();
         let d = fixture(name);
         let slack = render::slack::render(&d);
         let blocks = slack["blocks"].as_array().unwrap();

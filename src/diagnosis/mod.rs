@@ -208,6 +208,9 @@ pub struct Diagnosis {
     /// The verdict line: behaviour, then the cause where the evidence names one.
     pub headline: String,
     pub severity: Severity,
+    /// Why this severity, in a few words (`docs/severity.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub severity_reason: Option<String>,
     pub alarm: AlarmFacts,
     pub classification: Classification,
     pub findings: Vec<Finding>,

@@ -68,7 +68,8 @@ pub fn waiting_downstream(findings: &[Finding], workload: &WorkloadSummary) -> F
         Some(id) => (
             Verdict::Refuted,
             format!("The pods' CPU explains the latency ({id} is supported): no need to look further downstream first."),
-            Some(format!("waiting on a dependency: {id} explains it")),
+            // CPU is the explanation: nothing worth a place on the "Ruled out" line.
+            None,
         ),
         None if measured.is_empty() => (
             Verdict::Inconclusive,

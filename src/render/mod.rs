@@ -1,6 +1,7 @@
 //! Renderings of a diagnosis: plain text for email, Slack Block Kit, and the
 //! Amazon Q Developer custom-notification JSON. All pure functions.
 
+pub mod brief;
 pub mod chat;
 pub mod slack;
 pub mod sparkline;

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::fmt::Write;
 
+use super::brief::{BriefStep, brief, wrap_command};
 use super::sparkline::{scaled_sparkline, series_sparkline, shared_ceiling};
 use super::{one_line, truncate};
 use crate::classify::human_duration;
@@ -11,9 +12,13 @@ use crate::diagnosis::{Diagnosis, ReportKind, Verdict};
 
 const WIDTH: usize = 80;
 
-/// Renders the report as plain text.
+/// The first screen holds at most this many lines (of at most [`WIDTH`] columns).
+pub const FIRST_SCREEN_LINES: usize = 25;
+
+/// Renders the report as plain text: the first screen, then the details.
 pub fn render(d: &Diagnosis) -> String {
-    let mut out = String::new();
+    let mut out = first_screen(d).join("\n");
+    out.push_str("\n\nDETAILS\n\n");
     header(&mut out, d);
     alarm_section(&mut out, d);
     behaviour_section(&mut out, d);
@@ -25,9 +30,171 @@ pub fn render(d: &Diagnosis) -> String {
     out
 }
 
+/// `text` wrapped after `lead`, cut to `max` lines (the last ending in `…` when cut).
+fn wrapped_lines(lead: &str, text: &str, max: usize) -> Vec<String> {
+    let mut block = String::new();
+    push_wrapped(&mut block, lead, text);
+    let mut lines: Vec<String> = block.lines().map(str::to_owned).collect();
+    if lines.len() > max {
+        lines.truncate(max.max(1));
+        if let Some(last) = lines.last_mut() {
+            while last.chars().count() > WIDTH - 2 {
+                last.pop();
+            }
+            last.push_str(" …");
+        }
+    }
+    lines
+}
+
+/// The first step's command lines: the first of its commands that fits the
+/// width (shell commands continue with `\`), or a pointer to the details.
+fn first_command(step: &BriefStep<'_>) -> Vec<String> {
+    const LEAD: &str = "     ";
+    for cmd in step.commands {
+        let prompt = prompt(&cmd.tool);
+        let first_width = WIDTH - LEAD.len() - prompt.len() - 1;
+        let fitted = if cmd.tool == "promql" {
+            (cmd.text.chars().count() <= first_width).then(|| vec![cmd.text.clone()])
+        } else {
+            wrap_command(&one_line(&cmd.text), first_width, WIDTH, LEAD.len() + 4)
+        };
+        // A command over three lines is read in the details, not on the first screen.
+        if let Some(lines) = fitted.filter(|lines| lines.len() <= 3) {
+            return lines
+                .into_iter()
+                .enumerate()
+                .map(|(i, l)| {
+                    if i == 0 {
+                        format!("{LEAD}{prompt} {l}")
+                    } else {
+                        l
+                    }
+                })
+                .collect();
+        }
+    }
+    if step.commands.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!("{LEAD}(commands under NEXT STEPS in the details)")]
+    }
+}
+
+/// The first screen: at most [`FIRST_SCREEN_LINES`] lines of at most
+/// [`WIDTH`] columns. What does not fit is in the details that follow.
+pub fn first_screen(d: &Diagnosis) -> Vec<String> {
+    let b = brief(d);
+    let mut top = wrapped_lines("", &one_line(&b.verdict), 2);
+    top.push(format!(
+        "Severity {} | {} {} | {}",
+        d.severity.as_str(),
+        match d.kind {
+            ReportKind::Diagnosis => "diagnosis",
+            ReportKind::Resolution => "resolution",
+        },
+        d.id,
+        d.generated_at.format("%Y-%m-%d %H:%M UTC")
+    ));
+    let causes: Vec<Vec<String>> = b
+        .causes
+        .iter()
+        .take(5)
+        .enumerate()
+        .map(|(i, c)| wrapped_lines(&format!("  {}. ", i + 1), &one_line(c), 2))
+        .collect();
+    let ruled_out = |max_lines: usize| -> Vec<String> {
+        if b.ruled_out.is_empty() {
+            return Vec::new();
+        }
+        let mut shown = b.ruled_out.len();
+        loop {
+            let more = b.ruled_out.len() - shown;
+            let mut parts: Vec<String> = b.ruled_out[..shown]
+                .iter()
+                .map(|c| (*c).to_owned())
+                .collect();
+            if more > 0 {
+                parts.push(format!("{more} more in the details"));
+            }
+            let text = parts.join("; ");
+            let lines = wrapped_lines("Ruled out: ", &one_line(&text), usize::MAX);
+            if lines.len() <= max_lines || shown == 0 {
+                return wrapped_lines("Ruled out: ", &one_line(&text), max_lines);
+            }
+            shown -= 1;
+        }
+    };
+    let steps: Vec<Vec<String>> = b
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let mut lines = wrapped_lines(&format!("  {}. ", i + 1), &one_line(s.proposal), 2);
+            lines.extend(first_command(s));
+            lines
+        })
+        .collect();
+    let not_checked = if b.not_checked.is_empty() {
+        Vec::new()
+    } else {
+        wrapped_lines("Not checked: ", &one_line(&b.not_checked.join("; ")), 2)
+    };
+    // Fit the budget: fewer steps first, then a shorter ruled-out line, then fewer causes.
+    let (mut step_count, mut ruled_lines, mut cause_count) = (steps.len(), 3, causes.len());
+    loop {
+        let lines = assemble_first_screen(
+            &top,
+            &causes[..cause_count],
+            &ruled_out(ruled_lines),
+            &steps[..step_count],
+            &not_checked,
+        );
+        if lines.len() <= FIRST_SCREEN_LINES {
+            return lines;
+        }
+        if step_count > 1 {
+            step_count -= 1;
+        } else if ruled_lines > 1 {
+            ruled_lines -= 1;
+        } else if cause_count > 1 {
+            cause_count -= 1;
+        } else {
+            let mut lines = lines;
+            lines.truncate(FIRST_SCREEN_LINES);
+            return lines;
+        }
+    }
+}
+
+fn assemble_first_screen(
+    top: &[String],
+    causes: &[Vec<String>],
+    ruled_out: &[String],
+    steps: &[Vec<String>],
+    not_checked: &[String],
+) -> Vec<String> {
+    let mut lines: Vec<String> = top.to_vec();
+    lines.push(String::new());
+    if !causes.is_empty() {
+        lines.push("Causes".to_owned());
+        lines.extend(causes.iter().flatten().cloned());
+    }
+    lines.extend(ruled_out.iter().cloned());
+    if !steps.is_empty() {
+        lines.push("Next steps (proposals; alarm-triage changes nothing)".to_owned());
+        lines.extend(steps.iter().flatten().cloned());
+    }
+    lines.extend(not_checked.iter().cloned());
+    lines
+}
+
 /// The headline and the report's identity.
 fn header(out: &mut String, d: &Diagnosis) {
     push_wrapped(out, "", &capitalise(&one_line(&d.headline)));
+    if let Some(reason) = &d.severity_reason {
+        push_wrapped(out, "", &format!("Severity {}: {}", d.severity.as_str(), one_line(reason)));
+    }
     let _ = writeln!(
         out,
         "Severity {} | {} {} | {}",

@@ -1,0 +1,192 @@
+//! How loudly to tell people, from what users feel and how the alarm
+//! behaves. The table is in `docs/severity.md`; thresholds are about people
+//! (a typical request taking seconds), not about any one service.
+
+use crate::classify::Behaviour;
+use crate::diagnosis::finding::Role;
+use crate::diagnosis::summary::TargetGroupSummary;
+use crate::diagnosis::{AlarmFacts, Finding, FindingId, ReportKind, Severity};
+
+/// A typical request this slow is felt by everybody.
+pub const MULTI_SECOND: f64 = 2.0;
+/// ... and it is an outage, not a blip, once it lasted this many minutes.
+pub const SUSTAINED_IMPACT_MINUTES: u32 = 5;
+
+/// What decides the severity.
+#[derive(Debug, Clone, Copy)]
+pub struct Impact<'a> {
+    pub kind: ReportKind,
+    pub behaviour: Behaviour,
+    pub alarm: &'a AlarmFacts,
+    pub findings: &'a [Finding],
+    pub target_groups: &'a [TargetGroupSummary],
+    /// Minutes the alarm's metric breached in the window read.
+    pub breaching_minutes: u32,
+}
+
+/// Whether `statistic` describes a typical request (what most users feel)
+/// rather than the tail.
+fn typical(statistic: &str) -> bool {
+    matches!(statistic, "Average" | "p50")
+        || statistic.starts_with("tm")
+        || statistic.starts_with("wm")
+}
+
+/// The severity and the reason for it, in a few words.
+pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
+    if impact.kind == ReportKind::Resolution {
+        return (Severity::Info, "the alarm recovered".to_owned());
+    }
+    let caused_by = |id: FindingId| {
+        impact
+            .findings
+            .iter()
+            .any(|f| f.id == id && f.role == Role::Cause)
+    };
+    if caused_by(FindingId::LowTrafficArtifact) {
+        return (
+            Severity::Info,
+            "a few slow requests at low traffic; users at large unaffected".to_owned(),
+        );
+    }
+    let statistic = impact.alarm.statistic.as_deref().unwrap_or("Average");
+    let latency = impact.alarm.metric_name.as_deref() == Some("TargetResponseTime");
+    let slowest_culprit = impact
+        .target_groups
+        .iter()
+        .filter(|g| g.culprit)
+        .filter_map(|g| Some((g, g.statistic_while_breaching?)))
+        .max_by(|a, b| a.1.total_cmp(&b.1));
+    if latency
+        && typical(statistic)
+        && impact.breaching_minutes >= SUSTAINED_IMPACT_MINUTES
+        && let Some((group, value)) = slowest_culprit.filter(|(_, v)| *v >= MULTI_SECOND)
+    {
+        return (
+            Severity::Critical,
+            format!(
+                "users of {} wait {value:.1} s ({statistic}) over {} breaching minutes",
+                group.label(),
+                impact.breaching_minutes
+            ),
+        );
+    }
+    match impact.behaviour {
+        Behaviour::Sustained => (
+            Severity::Critical,
+            "a sustained breach without recovering".to_owned(),
+        ),
+        Behaviour::Flapping => (
+            Severity::Warning,
+            "flapping; the typical request stays under 2 s".to_owned(),
+        ),
+        _ => (
+            Severity::Warning,
+            "a short breach, not yet sustained".to_owned(),
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::diagnosis::Verdict;
+    use crate::diagnosis::finding::Facts;
+
+    fn alarm(statistic: &str) -> AlarmFacts {
+        let mut a = crate::triage::tests::sample().alarm;
+        a.statistic = Some(statistic.to_owned());
+        a
+    }
+
+    fn group(value: f64) -> TargetGroupSummary {
+        TargetGroupSummary {
+            name: "k8s-shop-checkout".into(),
+            arn: "arn:tg".into(),
+            target_type: "instance".into(),
+            port: None,
+            protocol: None,
+            algorithm: None,
+            kubernetes_service: None,
+            culprit: true,
+            statistic_while_breaching: Some(value),
+            p99_peak: None,
+            requests_per_minute_while_breaching: None,
+            share_of_breach: None,
+            http_5xx_in_window: None,
+            unhealthy_hosts_peak: None,
+            targets_healthy: None,
+            targets_not_healthy: None,
+            unhealthy_targets: vec![],
+        }
+    }
+
+    fn assess_with(
+        behaviour: Behaviour,
+        statistic: &str,
+        value: f64,
+        minutes: u32,
+        findings: &[Finding],
+    ) -> Severity {
+        let a = alarm(statistic);
+        let groups = [group(value)];
+        assess(&Impact {
+            kind: ReportKind::Diagnosis,
+            behaviour,
+            alarm: &a,
+            findings,
+            target_groups: &groups,
+            breaching_minutes: minutes,
+        })
+        .0
+    }
+
+    #[test]
+    fn a_flapping_alarm_whose_users_wait_seconds_is_critical() {
+        assert_eq!(
+            assess_with(Behaviour::Flapping, "Average", 2.8, 38, &[]),
+            Severity::Critical
+        );
+        assert_eq!(
+            assess_with(Behaviour::Flapping, "Average", 0.9, 38, &[]),
+            Severity::Warning
+        );
+        assert_eq!(
+            assess_with(Behaviour::Flapping, "Average", 2.8, 2, &[]),
+            Severity::Warning,
+            "two minutes is a blip"
+        );
+    }
+
+    #[test]
+    fn a_slow_tail_alone_is_not_everybody_waiting() {
+        assert_eq!(
+            assess_with(Behaviour::Flapping, "p99", 4.0, 38, &[]),
+            Severity::Warning
+        );
+        assert_eq!(
+            assess_with(Behaviour::Sustained, "p99", 4.0, 38, &[]),
+            Severity::Critical
+        );
+    }
+
+    #[test]
+    fn a_low_traffic_artifact_is_information() {
+        let low = Finding {
+            id: FindingId::LowTrafficArtifact,
+            role: Role::Cause,
+            hypothesis: String::new(),
+            verdict: Verdict::Supported,
+            summary: String::new(),
+            cause: None,
+            ruled_out_by: None,
+            evidence: vec![],
+            series: vec![],
+            facts: Facts::None,
+        };
+        assert_eq!(
+            assess_with(Behaviour::Sustained, "Average", 8.0, 3, &[low]),
+            Severity::Info
+        );
+    }
+}
