@@ -115,6 +115,11 @@ fn full_diagnoses_render_as_snapshotted() {
         let d = fixture(name);
         insta::assert_snapshot!(format!("{name}.text"), render::text::render(&d));
         insta::assert_json_snapshot!(format!("{name}.slack"), render::slack::render(&d));
+        insta::assert_json_snapshot!(
+            format!("{name}.slack-first"),
+            render::slack::first_message(&d)
+        );
+        insta::assert_json_snapshot!(format!("{name}.slack-details"), render::slack::details(&d));
         insta::assert_json_snapshot!(format!("{name}.chat"), render::chat::render(&d));
     }
 }
@@ -124,12 +129,18 @@ fn full_diagnoses_respect_slack_limits_and_eighty_columns() {
     for name in fixtures() {
         let name = name.as_str();
         let d = fixture(name);
-        let slack = render::slack::render(&d);
-        let blocks = slack["blocks"].as_array().unwrap();
-        assert!(blocks.len() <= 50, "{name}: {} blocks", blocks.len());
-        for block in blocks {
-            if let Some(text) = block["text"]["text"].as_str() {
-                assert!(text.chars().count() <= 3000, "{name}");
+        let first = render::slack::first_message(&d);
+        assert!(
+            first["blocks"].as_array().unwrap().len() <= render::slack::FIRST_MESSAGE_BLOCKS,
+            "{name}: the first message holds at most 10 blocks"
+        );
+        for slack in [render::slack::render(&d), first, render::slack::details(&d)] {
+            let blocks = slack["blocks"].as_array().unwrap();
+            assert!(blocks.len() <= 50, "{name}: {} blocks", blocks.len());
+            for block in blocks {
+                if let Some(text) = block["text"]["text"].as_str() {
+                    assert!(text.chars().count() <= 3000, "{name}");
+                }
             }
         }
         for line in render::text::render(&d).lines() {

@@ -155,7 +155,27 @@ async fn the_web_api_gets_the_bot_token_and_the_channel() {
     let requests = slack.requests();
     assert_eq!(requests[0]["authorization"], "valid");
     assert_eq!(requests[0]["payload"]["channel"], "#alerts");
+    assert!(
+        requests[0]["payload"]["blocks"].as_array().unwrap().len()
+            <= alarm_triage::render::slack::FIRST_MESSAGE_BLOCKS
+    );
+    // The details follow as a reply in the first message's thread, where Slack put it.
+    assert_eq!(requests.len(), 2, "the first message and its details");
+    assert!(
+        requests[1]["answer"]
+            .as_str()
+            .unwrap()
+            .contains("\"ok\": true"),
+        "{}",
+        requests[1]["answer"]
+    );
+    assert_eq!(requests[1]["payload"]["channel"], "C0ALERTS01");
+    assert_eq!(
+        requests[1]["payload"]["thread_ts"].as_str(),
+        posted[0].ts.as_deref()
+    );
     insta::assert_json_snapshot!("slack_web_api_post", recorded(&requests[0]));
+    insta::assert_json_snapshot!("slack_web_api_details", recorded(&requests[1]));
 }
 
 #[tokio::test]

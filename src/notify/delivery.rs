@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::answer::{Answer, advice};
-use super::message::{Placement, SlackMessage, compose};
+use super::message::{Placement, SlackMessage, compose, in_thread};
 use super::route::{Route, Routes};
 use super::thread::{Thread, ThreadKey, ThreadStore};
 use crate::diagnosis::{Diagnosis, ReportKind};
@@ -380,6 +380,19 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         }
         let message = compose(d, route, placement);
         let posted = post_with_retries(&self.poster, &message, deadline, &self.retry).await?;
+        // The details go under the first message (or into the alarm's open thread).
+        if let (Some(details), Some(thread_ts)) = (
+            message.details.as_deref(),
+            posted.thread_ts.clone().or_else(|| posted.ts.clone()),
+        ) && !posted.as_text
+        {
+            let reply = in_thread(details, posted.channel_id.as_deref(), &thread_ts);
+            if let Err(e) = post_with_retries(&self.poster, &reply, deadline, &self.retry).await {
+                // The first message landed: the details are a convenience, and
+                // retrying the event would post the first message again.
+                tracing::warn!(diagnosis_id = %d.id, channel = %route.channel, error = %e, "could not post the details in the thread");
+            }
+        }
         if threading && let (Some(channel_id), Some(ts)) = (&posted.channel_id, &posted.ts) {
             let record = Thread::started(channel_id.clone(), ts.clone(), now, self.thread_lifetime);
             if let Err(e) = self.threads.remember(&delivery, &record, now).await {

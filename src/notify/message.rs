@@ -21,6 +21,9 @@ pub struct SlackMessage {
     pub payload: Value,
     /// The same report as plain text, for when Slack refuses the blocks.
     pub fallback: Value,
+    /// Through the Web API: the details, for a reply in the first message's
+    /// thread (its `thread_ts` is set once the first message is posted).
+    pub details: Option<Box<SlackMessage>>,
 }
 
 /// Where a message goes beyond its channel.
@@ -41,7 +44,12 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
         (Some(m), ReportKind::Diagnosis) => Some(m.markup()),
         _ => None,
     };
-    let mut payload = crate::render::slack::render(d);
+    // Through the Web API the details go into the thread; a webhook has one message.
+    let mut payload = if placement.web_api {
+        crate::render::slack::first_message(d)
+    } else {
+        crate::render::slack::render(d)
+    };
     if let Some(mention) = &mention {
         prefix_text(&mut payload["text"], mention, MAX_SECTION_TEXT);
         if let Some(section) = payload["blocks"].as_array_mut().and_then(|blocks| {
@@ -72,11 +80,46 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
             body["thread_ts"] = json!(ts);
         }
     }
+    let details = placement.web_api.then(|| {
+        let mut details = crate::render::slack::details(d);
+        let text = escape_multiline(&text::render(d)).replace("```", "'''");
+        let mut fallback =
+            json!({ "text": format!("```{}```", truncate(&text, MAX_PLAIN_TEXT - 8)) });
+        for body in [&mut details, &mut fallback] {
+            body["unfurl_links"] = json!(false);
+            body["unfurl_media"] = json!(false);
+            body["channel"] = json!(placement.thread_channel.unwrap_or(&route.channel));
+        }
+        Box::new(SlackMessage {
+            channel: route.channel.clone(),
+            payload: details,
+            fallback,
+            details: None,
+        })
+    });
     SlackMessage {
         channel: route.channel.clone(),
         payload,
         fallback,
+        details,
     }
+}
+
+/// The details reply, placed in the thread the first message started (or
+/// joined) in the channel Slack answered with.
+pub fn in_thread(
+    details: &SlackMessage,
+    channel_id: Option<&str>,
+    thread_ts: &str,
+) -> SlackMessage {
+    let mut placed = details.clone();
+    for body in [&mut placed.payload, &mut placed.fallback] {
+        if let Some(id) = channel_id {
+            body["channel"] = json!(id);
+        }
+        body["thread_ts"] = json!(thread_ts);
+    }
+    placed
 }
 
 fn prefix_text(slot: &mut Value, prefix: &str, max: usize) {

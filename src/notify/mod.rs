@@ -118,9 +118,30 @@ pub(crate) mod tests {
             }
         }
 
+        /// The first messages (the details replies are in [`Self::details_posted`]).
         fn posted(&self) -> Vec<(String, Value)> {
+            self.all_posted()
+                .into_iter()
+                .filter(|(_, body)| !is_details(body))
+                .collect()
+        }
+
+        fn details_posted(&self) -> Vec<(String, Value)> {
+            self.all_posted()
+                .into_iter()
+                .filter(|(_, body)| is_details(body))
+                .collect()
+        }
+
+        fn all_posted(&self) -> Vec<(String, Value)> {
             self.posted.lock().unwrap().clone()
         }
+    }
+
+    fn is_details(body: &Value) -> bool {
+        body["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Details: ") || t.starts_with("```DETAILS"))
     }
 
     impl SlackPoster for ScriptedSlack {
@@ -417,6 +438,37 @@ pub(crate) mod tests {
             !n.poster.posted()[2..]
                 .iter()
                 .any(|(_, body)| body.to_string().contains("<!here>"))
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn in_bot_mode_the_details_go_into_the_first_messages_thread() {
+        let n = notifier(ScriptedSlack::answering(true, vec![]));
+        let d = diagnosis(
+            Behaviour::Sustained,
+            Severity::Critical,
+            ReportKind::Diagnosis,
+        );
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let posted = n.notify(&d, Utc::now(), deadline).await.unwrap();
+        let details = n.poster.details_posted();
+        assert_eq!(
+            details.len(),
+            posted.len(),
+            "one details reply per first message"
+        );
+        for p in &posted {
+            let ts = p.ts.as_deref().unwrap();
+            assert!(
+                details
+                    .iter()
+                    .any(|(_, body)| body["thread_ts"] == ts && body["channel"] == "C0CHECKOUT"),
+                "a reply under {ts}: {details:#?}"
+            );
+        }
+        let first = &n.poster.posted()[0].1;
+        assert!(
+            first["blocks"].as_array().unwrap().len() <= crate::render::slack::FIRST_MESSAGE_BLOCKS
         );
     }
 

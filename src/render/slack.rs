@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use super::brief::brief;
 use super::sparkline::series_sparkline;
 use super::text::capitalise;
 use super::{one_line, truncate};
@@ -56,24 +57,168 @@ fn context(text: &str) -> Value {
     json!({"type": "context", "elements": [{"type": "mrkdwn", "text": truncate(text, MAX_FIELD_TEXT)}]})
 }
 
-/// Renders the message body for `chat.postMessage` or an incoming webhook.
-pub fn render(d: &Diagnosis) -> Value {
-    let a = &d.alarm;
-    let icon = match (d.kind, d.severity) {
+/// The first message holds at most this many blocks: what people read before acting.
+pub const FIRST_MESSAGE_BLOCKS: usize = 10;
+
+fn icon(d: &Diagnosis) -> &'static str {
+    match (d.kind, d.severity) {
         (ReportKind::Resolution, _) => ":white_check_mark:",
         (_, Severity::Critical) => ":red_circle:",
         (_, Severity::Warning) => ":large_orange_circle:",
         (_, Severity::Info) => ":large_blue_circle:",
-    };
+    }
+}
+
+fn footer(d: &Diagnosis) -> String {
+    let mut footer = format!("{} · alarm-triage proposes, people decide", d.id);
+    for note in &d.notes {
+        footer.push_str(&format!(" · {}", escape(note)));
+    }
+    footer
+}
+
+fn links_block(d: &Diagnosis) -> Option<Value> {
+    let buttons: Vec<Value> = d
+        .links
+        .iter()
+        .filter(|l| l.url.chars().count() <= MAX_LINK_URL_CHARS)
+        .take(5)
+        .map(|l| {
+            json!({
+                "type": "button",
+                "text": {"type": "plain_text", "text": truncate(&one_line(&l.label), MAX_BUTTON_TEXT)},
+                "url": l.url,
+            })
+        })
+        .collect();
+    (!buttons.is_empty()).then(|| json!({"type": "actions", "elements": buttons}))
+}
+
+/// The first message: header, verdict, causes, the ruled-out line, the top
+/// next steps with a command each, what was not checked, links: at most
+/// [`FIRST_MESSAGE_BLOCKS`] blocks.
+pub fn first_message(d: &Diagnosis) -> Value {
+    let b = brief(d);
     let mut blocks = vec![
         json!({"type": "header", "text": {"type": "plain_text", "emoji": true, "text": truncate(
-            &format!("{} {}", d.classification.behaviour.as_str().to_uppercase(), one_line(&a.name)),
+            &format!(
+                "{} · {} · {}",
+                d.classification.behaviour.as_str().to_uppercase(),
+                d.severity.as_str(),
+                one_line(&d.alarm.name)
+            ),
             MAX_HEADER_TEXT,
         )}}),
-        mrkdwn_section(&format!("{icon} *{}*", escape(&capitalise(&d.headline)))),
+        mrkdwn_section(&format!(
+            "{} *{}*{}",
+            icon(d),
+            escape(&b.verdict),
+            d.severity_reason
+                .as_deref()
+                .map(|r| format!("\n_{} because {}_", d.severity.as_str(), escape(r)))
+                .unwrap_or_default()
+        )),
     ];
+    if !b.causes.is_empty() {
+        let causes: Vec<String> = b
+            .causes
+            .iter()
+            .enumerate()
+            .map(|(i, c)| format!("{}. {}", i + 1, escape(c)))
+            .collect();
+        blocks.push(mrkdwn_section(&format!("*Causes*\n{}", causes.join("\n"))));
+    }
+    if !b.ruled_out.is_empty() {
+        let ruled: Vec<String> = b.ruled_out.iter().map(|r| escape(r)).collect();
+        blocks.push(context(&format!("*Ruled out:* {}", ruled.join("; "))));
+    }
+    if !b.steps.is_empty() {
+        let steps: Vec<String> = b
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let command = s
+                    .commands
+                    .iter()
+                    .find(|c| c.tool != "promql")
+                    .or(s.commands.first())
+                    .map(|c| format!("\n```{}```", escape_code(&c.text)))
+                    .unwrap_or_default();
+                format!("*{}. {}*{command}", i + 1, escape(s.proposal))
+            })
+            .collect();
+        blocks.push(mrkdwn_section(&format!(
+            "*Next steps* (proposals; alarm-triage changes nothing)\n{}",
+            steps.join("\n")
+        )));
+    }
+    if !b.not_checked.is_empty() {
+        let gaps: Vec<String> = b.not_checked.iter().map(|g| escape(g)).collect();
+        blocks.push(context(&format!("*Not checked:* {}", gaps.join("; "))));
+    }
+    blocks.extend(links_block(d));
+    blocks.push(context(&footer(d)));
+    json!({
+        "text": truncate(&escape(&capitalise(&d.headline)), MAX_SECTION_TEXT),
+        "blocks": blocks,
+    })
+}
 
-    let mut fields = vec![
+/// One line per finding, for the one-message (webhook) form.
+fn compact_findings(d: &Diagnosis) -> Option<Value> {
+    if d.findings.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = d
+        .findings
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} {}",
+                mark(f.verdict),
+                escape(&f.hypothesis),
+                truncate(&escape(&f.summary), 240)
+            )
+        })
+        .collect();
+    Some(mrkdwn_section(&format!("*Findings*\n{}", lines.join("\n"))))
+}
+
+fn mark(verdict: Verdict) -> &'static str {
+    match verdict {
+        Verdict::Supported => ":white_check_mark:",
+        Verdict::Refuted => ":x:",
+        Verdict::Inconclusive => ":grey_question:",
+    }
+}
+
+/// The whole report in one message, for incoming webhooks (no thread): the
+/// first message, then the findings one line each.
+pub fn render(d: &Diagnosis) -> Value {
+    let mut message = first_message(d);
+    if let (Some(blocks), Some(findings)) = (message["blocks"].as_array_mut(), compact_findings(d))
+    {
+        let footer = blocks.pop();
+        blocks.push(json!({"type": "divider"}));
+        blocks.push(findings);
+        blocks.extend(footer);
+    }
+    message
+}
+
+/// The details, posted as a reply in the first message's thread (bot mode):
+/// the alarm, every finding with its evidence, the pods, every next step with
+/// all its commands, and the notes. Within Slack's 50 blocks.
+pub fn details(d: &Diagnosis) -> Value {
+    let a = &d.alarm;
+    let mut blocks = vec![mrkdwn_section(&format!(
+        "*Details* of {} ({})",
+        escape(&a.name),
+        d.id
+    ))];
+    let f = &d.classification.figures;
+    let fields = [
         format!("*State*\n{} (was {})", a.new_state, a.old_state),
         format!(
             "*Since*\n{}",
@@ -85,51 +230,74 @@ pub fn render(d: &Diagnosis) -> Value {
             escape(&a.account),
             escape(a.region.as_deref().unwrap_or(&a.region_name))
         ),
+        format!(
+            "*Transitions 1 h / 6 h / 24 h*\n{} / {} / {}",
+            f.transitions_last_1h, f.transitions_last_6h, f.transitions_last_24h
+        ),
+        format!(
+            "*State-change score*\n{:.0}% (flapping above {:.0}%)",
+            f.percent_state_change, f.flap_start_percent
+        ),
     ];
-    let f = &d.classification.figures;
-    fields.push(format!(
-        "*Transitions 1 h / 6 h / 24 h*\n{} / {} / {}",
-        f.transitions_last_1h, f.transitions_last_6h, f.transitions_last_24h
-    ));
-    fields.push(format!(
-        "*State-change score*\n{:.0}% (flapping above {:.0}%)",
-        f.percent_state_change, f.flap_start_percent
-    ));
     blocks.push(json!({"type": "section", "fields": fields
         .iter()
         .map(|t| json!({"type": "mrkdwn", "text": truncate(t, MAX_FIELD_TEXT)}))
         .collect::<Vec<_>>()}));
     blocks.push(context(&format!(
-        "ALARM over 24 h `{}`",
+        "ALARM over 24 h `{}` (share of each interval in ALARM, 0-1)",
         series_sparkline(&d.classification.timeline, 48)
     )));
     if let Some(description) = &a.description {
         blocks.push(context(&format!("_{}_", escape(description))));
     }
-
-    if !d.findings.is_empty() {
-        blocks.push(json!({"type": "divider"}));
-        blocks.push(mrkdwn_section("*Findings*"));
-        for finding in &d.findings {
-            let mark = match finding.verdict {
-                Verdict::Supported => ":white_check_mark: *supported*",
-                Verdict::Refuted => ":x: *refuted*",
-                Verdict::Inconclusive => ":grey_question: *inconclusive*",
-            };
-            let evidence: Vec<String> = finding
-                .evidence
-                .iter()
-                .map(|e| format!("• {}: {}", escape(&e.name), escape(&e.display_value())))
-                .collect();
-            blocks.push(mrkdwn_section(&format!(
-                "{mark} {}\n{}\n{}",
-                escape(&finding.hypothesis),
-                escape(&finding.summary),
-                evidence.join("\n")
-            )));
-        }
+    for finding in &d.findings {
+        let evidence: Vec<String> = finding
+            .evidence
+            .iter()
+            .map(|e| format!("• {}: {}", escape(&e.name), escape(&e.display_value())))
+            .collect();
+        blocks.push(mrkdwn_section(&format!(
+            "{} *{}* ({}) {}\n{}\n{}",
+            mark(finding.verdict),
+            finding.verdict.as_str(),
+            finding.role.as_str(),
+            escape(&finding.hypothesis),
+            escape(&finding.summary),
+            evidence.join("\n")
+        )));
     }
-
+    if let Some(w) = &d.workload {
+        let rows: Vec<String> = w
+            .pods
+            .iter()
+            .map(|p| {
+                format!(
+                    "{:<34} {:>6} {:>7} {:>6}  {}{}",
+                    truncate(&one_line(&p.name), 34),
+                    p.cpu_while_breaching
+                        .map_or("-".to_owned(), |v| format!("{v:.2}")),
+                    p.cpu_request.map_or("-".to_owned(), |v| format!("{v:.2}")),
+                    p.cpu_limit.map_or("-".to_owned(), |v| format!("{v:.2}")),
+                    one_line(&p.phase),
+                    if p.restarts > 0 {
+                        format!(", {} restarts", p.restarts)
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect();
+        blocks.push(mrkdwn_section(&format!(
+            "*Workload* {}/{}\n```{:<34} {:>6} {:>7} {:>6}  state\n{}```\n_cpu: cores used, 90th percentile while the alarm breached_",
+            escape(&w.namespace),
+            escape(&w.service),
+            "pod",
+            "cpu",
+            "request",
+            "limit",
+            escape_code(&rows.join("\n"))
+        )));
+    }
     if !d.evidence_gaps.is_empty() {
         let gaps: Vec<String> = d
             .evidence_gaps
@@ -141,49 +309,25 @@ pub fn render(d: &Diagnosis) -> Value {
             gaps.join("\n")
         )));
     }
-
-    if !d.next_steps.is_empty() {
-        blocks.push(json!({"type": "divider"}));
-        blocks.push(mrkdwn_section(
-            "*Next steps* (proposals; alarm-triage changes nothing)",
-        ));
-        for (i, step) in d.next_steps.iter().enumerate() {
-            let mut text = format!(
-                "*{}. {}*\n{}",
-                i + 1,
-                escape(&step.proposal),
-                escape(&step.rationale)
-            );
-            if let Some(t) = &step.trade_offs {
-                text.push_str(&format!("\n_Trade-offs:_ {}", escape(t)));
-            }
-            if !step.commands.is_empty() {
-                let commands: Vec<String> =
-                    step.commands.iter().map(|c| escape_code(&c.text)).collect();
-                text.push_str(&format!("\n```{}```", commands.join("\n")));
-            }
-            blocks.push(mrkdwn_section(&text));
-        }
-    }
-
-    if d.links
-        .iter()
-        .any(|l| l.url.chars().count() <= MAX_LINK_URL_CHARS)
-    {
-        blocks.push(
-            json!({"type": "actions", "elements": d.links.iter().filter(|l| l.url.chars().count() <= MAX_LINK_URL_CHARS).take(5).map(|l| json!({
-            "type": "button",
-            "text": {"type": "plain_text", "text": truncate(&one_line(&l.label), MAX_BUTTON_TEXT)},
-            "url": l.url,
-        })).collect::<Vec<_>>()}),
+    for (i, step) in d.next_steps.iter().enumerate() {
+        let mut text = format!(
+            "*{}. {}*\n{}",
+            i + 1,
+            escape(&step.proposal),
+            escape(&step.rationale)
         );
+        if let Some(t) = &step.trade_offs {
+            text.push_str(&format!("\n_Trade-offs:_ {}", escape(t)));
+        }
+        if !step.commands.is_empty() {
+            let commands: Vec<String> =
+                step.commands.iter().map(|c| escape_code(&c.text)).collect();
+            text.push_str(&format!("\n```{}```", commands.join("\n")));
+        }
+        blocks.push(mrkdwn_section(&text));
     }
-    let mut footer = format!("{} · alarm-triage proposes, people decide", d.id);
-    for note in &d.notes {
-        footer.push_str(&format!(" · {}", escape(note)));
-    }
+    let footer = footer(d);
     blocks.push(context(&footer));
-
     if blocks.len() > MAX_BLOCKS {
         let omitted = blocks.len() - (MAX_BLOCKS - 1);
         blocks.truncate(MAX_BLOCKS - 2);
@@ -193,9 +337,8 @@ pub fn render(d: &Diagnosis) -> Value {
         )));
         blocks.push(context(&footer));
     }
-
     json!({
-        "text": truncate(&escape(&capitalise(&d.headline)), MAX_SECTION_TEXT),
+        "text": truncate(&format!("Details: {}", escape(&capitalise(&d.headline))), MAX_SECTION_TEXT),
         "blocks": blocks,
     })
 }

@@ -193,7 +193,11 @@ fn assemble_first_screen(
 fn header(out: &mut String, d: &Diagnosis) {
     push_wrapped(out, "", &capitalise(&one_line(&d.headline)));
     if let Some(reason) = &d.severity_reason {
-        push_wrapped(out, "", &format!("Severity {}: {}", d.severity.as_str(), one_line(reason)));
+        push_wrapped(
+            out,
+            "",
+            &format!("Severity {}: {}", d.severity.as_str(), one_line(reason)),
+        );
     }
     let _ = writeln!(
         out,

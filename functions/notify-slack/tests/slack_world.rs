@@ -71,8 +71,26 @@ fn notified(world: &LocalWorld, n: usize) -> Vec<Value> {
     records
 }
 
+/// The first messages Slack received (the details replies are in [`details_requests`]).
 fn slack_requests(world: &LocalWorld) -> Vec<Value> {
     requests_at(world.var("SLACK_LOCAL_URL"))
+        .into_iter()
+        .filter(|r| !is_details(r))
+        .collect()
+}
+
+/// The details replies that follow each first message in bot mode.
+fn details_requests(world: &LocalWorld) -> Vec<Value> {
+    requests_at(world.var("SLACK_LOCAL_URL"))
+        .into_iter()
+        .filter(is_details)
+        .collect()
+}
+
+fn is_details(request: &Value) -> bool {
+    request["payload"]["text"]
+        .as_str()
+        .is_some_and(|t| t.starts_with("Details: "))
 }
 
 fn mail_to(world: &LocalWorld, address: &str) -> Vec<Value> {
@@ -158,9 +176,10 @@ async fn world_1_reaches_the_alerts_channel_and_the_oncall_inbox() {
     );
     let payload = &post["payload"];
     let blocks = payload["blocks"].as_array().unwrap();
+    // Flapping, yet critical: checkout's users wait seconds for many minutes (docs/severity.md).
     assert_eq!(
         blocks[0]["text"]["text"],
-        "FLAPPING k8s-shopfront-alb-target-response-time"
+        "FLAPPING · critical · k8s-shopfront-alb-target-response-time"
     );
     let whole = payload.to_string();
     assert!(
@@ -247,6 +266,20 @@ async fn world_3_pages_oncall_and_threads_the_resolution_under_it() {
             .iter()
             .all(|r| r["payload"].get("thread_ts").is_none())
     );
+    // Each first message holds at most 10 blocks; its details follow in its thread.
+    assert!(requests.iter().all(|r| {
+        r["payload"]["blocks"].as_array().unwrap().len()
+            <= alarm_triage::render::slack::FIRST_MESSAGE_BLOCKS
+    }));
+    let details = details_requests(&world);
+    assert_eq!(details.len(), 2, "{details:#?}");
+    for reply in &details {
+        let first = requests
+            .iter()
+            .find(|f| f["channel_id"] == reply["payload"]["channel"])
+            .unwrap_or_else(|| panic!("details without a first message: {reply:#}"));
+        assert_eq!(reply["payload"]["thread_ts"], first["ts"], "{reply:#}");
+    }
     let escalations = mail_to(&world, "escalations@example.com");
     assert_eq!(escalations.len(), 1, "sustained passes the filter policy");
     assert!(
