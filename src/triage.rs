@@ -79,7 +79,8 @@ pub fn assemble(
         breaching_minutes,
     });
     let next_steps = propose(&alarm, &classification, &decided, kind, now);
-    let links = console_links(&alarm);
+    let mut links = console_links(&alarm);
+    links.extend(investigation_links(&alarm, &decided));
     let mut notes = plan(notification).notes;
     notes.extend(decided.notes);
 
@@ -214,6 +215,59 @@ fn console_links(alarm: &AlarmFacts) -> Vec<Link> {
     links
 }
 
+/// A runbook URL the alarm's description carries (`Runbook: https://...`).
+pub fn runbook_url(description: &str) -> Option<String> {
+    description
+        .split(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '(' | ')' | '"' | '\''))
+        .filter(|w| w.starts_with("https://") || w.starts_with("http://"))
+        .map(|w| w.trim_end_matches(['.', ',', ';', ':', '!', '?']))
+        .find(|url| {
+            url.len() <= MAX_LINK_URL_CHARS
+                && url.len() > "https://".len()
+                && url.chars().all(|c| c.is_ascii_graphic())
+        })
+        .map(str::to_owned)
+}
+
+/// Links that follow the investigation: the culprit group's metrics, the
+/// workload in the EKS console, and the alarm's runbook.
+fn investigation_links(alarm: &AlarmFacts, decided: &findings::Decided) -> Vec<Link> {
+    let mut links = Vec::new();
+    if let Some(region) = alarm.region.as_deref() {
+        let region = utf8_percent_encode(region, FRAGMENT).to_string();
+        if let Some(group) = decided.target_groups.iter().find(|g| g.culprit) {
+            links.push(Link {
+                label: "Target group metrics".to_owned(),
+                url: format!(
+                    "https://{region}.console.aws.amazon.com/cloudwatch/home?region={region}#metricsV2:graph=~();search={};namespace=AWS/ApplicationELB;dimensions=LoadBalancer,TargetGroup",
+                    utf8_percent_encode(&group.name, FRAGMENT)
+                ),
+            });
+        }
+        if let Some(w) = &decided.workload
+            && let (Some(cluster), Some(deployment)) = (&w.cluster, &w.deployment)
+        {
+            links.push(Link {
+                label: "Workload in EKS".to_owned(),
+                url: format!(
+                    "https://{region}.console.aws.amazon.com/eks/home?region={region}#/clusters/{}/deployments/{}?namespace={}",
+                    utf8_percent_encode(cluster, FRAGMENT),
+                    utf8_percent_encode(deployment, FRAGMENT),
+                    utf8_percent_encode(&w.namespace, FRAGMENT)
+                ),
+            });
+        }
+    }
+    if let Some(url) = alarm.description.as_deref().and_then(runbook_url) {
+        links.push(Link {
+            label: "Runbook".to_owned(),
+            url,
+        });
+    }
+    links.retain(|l| l.url.len() <= MAX_LINK_URL_CHARS);
+    links
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use crate::diagnosis::{Diagnosis, ReportKind};
@@ -279,6 +333,22 @@ pub(crate) mod tests {
         assert_eq!(
             headline,
             "sustained: k8s-shop-latency (a deploy just before the first transition)"
+        );
+    }
+
+    #[test]
+    fn a_runbook_url_is_taken_from_the_description_without_its_punctuation() {
+        assert_eq!(
+            super::runbook_url(
+                "Checkout latency. Runbook: https://wiki.example.com/runbooks/checkout-latency."
+            ),
+            Some("https://wiki.example.com/runbooks/checkout-latency".to_owned())
+        );
+        assert_eq!(super::runbook_url("no link here"), None);
+        assert_eq!(super::runbook_url("javascript:alert(1) ftp://x"), None);
+        assert_eq!(
+            super::runbook_url("see <https://x.example/a b>"),
+            Some("https://x.example/a".to_owned())
         );
     }
 }
