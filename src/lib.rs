@@ -9,6 +9,8 @@
 
 pub mod adapters;
 pub mod alarm;
+#[cfg(feature = "charts")]
+pub mod charts;
 pub mod classify;
 pub mod config;
 pub mod diagnosis;

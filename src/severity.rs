@@ -118,6 +118,7 @@ mod tests {
             targets_healthy: None,
             targets_not_healthy: None,
             unhealthy_targets: vec![],
+            series: vec![],
         }
     }
 

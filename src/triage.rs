@@ -92,6 +92,19 @@ pub fn assemble(
         headline,
         severity,
         severity_reason: Some(severity_reason),
+        alarm_metric: evidence
+            .statistics
+            .as_ref()
+            .map(|stats| crate::series::Series {
+                label: format!(
+                    "{} {}",
+                    alarm.metric_name.as_deref().unwrap_or("metric"),
+                    stats.alarm_statistic
+                ),
+                unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref())
+                    .to_owned(),
+                ..findings::traffic::to_series(&stats.alarm_stat, stats.period_seconds)
+            }),
         alarm,
         classification,
         findings: decided.findings,

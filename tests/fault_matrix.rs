@@ -340,6 +340,7 @@ impl Matrix {
                 request_timeout: PER_CALL,
                 ..RetryPolicy::default()
             },
+            attachments: alarm_triage::notify::delivery::no_attachments,
         };
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + GATHER + PUBLISH;

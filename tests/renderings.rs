@@ -152,3 +152,46 @@ fn full_diagnoses_respect_slack_limits_and_eighty_columns() {
         }
     }
 }
+
+#[test]
+fn every_chart_decodes_as_a_png_of_the_stated_size() {
+    let mut drawn = Vec::new();
+    for name in fixtures() {
+        let d = fixture(&name);
+        for chart in alarm_triage::charts::charts(&d).unwrap() {
+            let decoder = png::Decoder::new(std::io::Cursor::new(&chart.png));
+            let reader = decoder.read_info().unwrap();
+            let info = reader.info();
+            assert_eq!(
+                (info.width, info.height),
+                (alarm_triage::charts::WIDTH, alarm_triage::charts::HEIGHT),
+                "{name}: {}",
+                chart.file_name
+            );
+            assert!(
+                chart.png.len() > 5_000,
+                "{name}: {} is nearly empty",
+                chart.file_name
+            );
+            drawn.push(format!("{name}/{}", chart.file_name));
+        }
+    }
+    // Every world with a breakdown has the latency chart; those with pod series the CPU chart.
+    for expected in [
+        "alb-flapping-worker-ceiling/latency.png",
+        "alb-flapping-worker-ceiling/pods-cpu.png",
+        "alb-hot-pod-oomkilled/pods-cpu.png",
+        "alb-p99-low-traffic/latency.png",
+    ] {
+        assert!(
+            drawn.iter().any(|d| d == expected),
+            "{expected} in {drawn:?}"
+        );
+    }
+    assert!(
+        !drawn
+            .iter()
+            .any(|d| d.starts_with("eks-private-endpoint/pods")),
+        "no pod chart without pod series"
+    );
+}

@@ -56,6 +56,7 @@ fn notifier(
             request_timeout: Duration::from_secs(3),
             ..RetryPolicy::default()
         },
+        attachments: alarm_triage::notify::delivery::no_attachments,
     }
 }
 
@@ -176,6 +177,82 @@ async fn the_web_api_gets_the_bot_token_and_the_channel() {
     );
     insta::assert_json_snapshot!("slack_web_api_post", recorded(&requests[0]));
     insta::assert_json_snapshot!("slack_web_api_details", recorded(&requests[1]));
+}
+
+/// The charts, as notify-slack attaches them.
+fn charts(d: &Diagnosis) -> Vec<alarm_triage::notify::delivery::Attachment> {
+    alarm_triage::charts::charts(d)
+        .unwrap()
+        .into_iter()
+        .map(|c| alarm_triage::notify::delivery::Attachment {
+            file_name: c.file_name,
+            title: c.title,
+            bytes: c.png,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn charts_are_uploaded_into_the_first_messages_thread_as_slack_validates_them() {
+    let slack = LocalSlack::start(&[]);
+    let token = SlackCredentials::BotToken(SecretString::from(slack.bot_token.clone()));
+    let n = Notifier {
+        attachments: charts,
+        ..notifier(&slack, token)
+    };
+    let posted = n
+        .notify(
+            &fixture("alb-flapping-worker-ceiling"),
+            chrono::Utc::now(),
+            tokio::time::Instant::now() + Duration::from_secs(20),
+        )
+        .await
+        .unwrap();
+    let first_ts = posted[0].ts.clone().unwrap();
+    let requests = slack.requests();
+    let kinds: Vec<&str> = requests
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "web_api",
+            "web_api",
+            "files.getUploadURLExternal",
+            "upload",
+            "files.completeUploadExternal",
+            "files.getUploadURLExternal",
+            "upload",
+            "files.completeUploadExternal"
+        ],
+        "first message, details, then each chart in three steps"
+    );
+    for r in &requests[2..] {
+        assert_eq!(r["status"], 200, "{r:#}");
+        if r["kind"] != "upload" {
+            assert_eq!(r["authorization"], "valid");
+            assert!(
+                r["answer"].as_str().unwrap().contains("\"ok\": true"),
+                "{r:#}"
+            );
+        } else {
+            assert_eq!(
+                r["authorization"], "missing",
+                "the token never goes to the upload URL"
+            );
+            assert_eq!(r["png_size"], json!([960, 480]));
+        }
+    }
+    let completed = &requests[4]["payload"];
+    assert_eq!(completed["thread_ts"], first_ts.as_str());
+    assert_eq!(completed["channel_id"], "C0ALERTS01");
+    assert!(
+        completed["files"][0]["title"]
+            .as_str()
+            .unwrap()
+            .contains("vs threshold 0.8 s")
+    );
 }
 
 #[tokio::test]
@@ -318,6 +395,7 @@ async fn an_unreachable_slack_is_retryable_and_says_it_could_not_connect() {
         routes: Routes::parse(None, "#alerts").unwrap(),
         thread_lifetime: chrono::Duration::hours(1),
         retry: RetryPolicy::default(),
+        attachments: alarm_triage::notify::delivery::no_attachments,
     };
     let e = n
         .notify(

@@ -7,6 +7,14 @@ was posted:
                                     400 `invalid_blocks` for blocks Slack would refuse, `msg_too_long`, `no_text`
 - POST /api/chat.postMessage        the Web API: 200 {"ok": true, "channel": ID, "ts": ...}; 200 {"ok": false,
                                     "error": "invalid_auth" | "channel_not_found" | "invalid_blocks" | "msg_too_long"} as Slack does
+- POST /api/files.getUploadURLExternal   form or JSON {filename, length, alt_txt}: {"ok": true, "upload_url", "file_id"};
+                                    `invalid_arguments` without a filename, `missing_argument` for a length under 1
+- POST /upload/<file id>            the file's bytes: 200 `OK - <length>`; 400 when the length differs from the
+                                    announced one or a .png is not a PNG
+- POST /api/files.completeUploadExternal   JSON {files: [{id, title}], channel_id, thread_ts}: the files appear in
+                                    the channel (in the thread of the top-level message thread_ts);
+                                    `file_not_found` for a file not uploaded, `channel_not_found`,
+                                    `invalid_thread_ts` for a ts that is not a top-level message of that channel
 - POST /_recorder/script            {"answers": [{"status": 429, "retry_after": 1, "body": "rate_limited"}, ...]}
                                     answers the next requests with these, in order, before normal service;
                                     "delay_ms" holds a request back first (without "status": a pure delay)
@@ -136,6 +144,9 @@ class Slack(ThreadingHTTPServer):
         self.requests: list[dict[str, Any]] = []
         self.script: list[dict[str, Any]] = []
         self.next_ts = 1_700_000_000_000_100
+        # Uploads: file id -> {"filename", "length", "received"}; top-level messages: (channel id, ts).
+        self.files: dict[str, dict[str, Any]] = {}
+        self.top_level: set[tuple[str, str]] = set()
 
     def channel_id(self, name: str) -> str:
         if name in self.channels:
@@ -199,6 +210,9 @@ class Handler(BaseHTTPRequestHandler):
                 self.server.requests.clear()
                 self.server.script.clear()
             self._reply(200, {"ok": True})
+            return
+        if self.path in ("/api/files.getUploadURLExternal", "/api/files.completeUploadExternal") or self.path.startswith("/upload/"):
+            self._files(raw)
             return
         kind = "web_api" if self.path == "/api/chat.postMessage" else "webhook" if self.path.startswith("/services/") else None
         if kind is None:
@@ -264,7 +278,102 @@ class Handler(BaseHTTPRequestHandler):
         ts = self.server.ts()
         record["ts"] = ts
         record["channel_id"] = self.server.channel_id(channel)
+        if not payload.get("thread_ts"):
+            with self.server.lock:
+                self.server.top_level.add((record["channel_id"], ts))
         return self._answer(200, {"ok": True, "channel": record["channel_id"], "ts": ts, "message": {"ts": ts}})
+
+    def _files(self, raw: bytes) -> None:
+        """The three steps of an external upload, each recorded with its kind."""
+        record: dict[str, Any] = {"kind": self.path.strip("/").split("/")[-1] if not self.path.startswith("/upload/") else "upload",
+                                  "received_at": time.time(), "content_type": self.headers.get("Content-Type")}
+        auth = self.headers.get("Authorization") or ""
+        record["authorization"] = "valid" if auth == f"Bearer {self.server.bot_token}" else "missing" if not auth else "invalid"
+        if self.path.startswith("/upload/"):
+            answer = self._upload(record, self.path[len("/upload/"):], raw)
+        else:
+            if record["authorization"] != "valid":
+                answer = self._answer(200, {"ok": False, "error": "not_authed" if not auth else "invalid_auth"})
+            else:
+                payload = self._arguments(raw)
+                record["payload"] = payload
+                if self.path.endswith("getUploadURLExternal"):
+                    answer = self._get_upload_url(payload)
+                else:
+                    answer = self._complete_upload(record, payload)
+        record.update(status=answer.status, answer=answer.text)
+        with self.server.lock:
+            self.server.requests.append(record)
+        self._send(answer)
+        sys.stderr.write(f"slack-api: {record['kind']} -> {answer.status}\n")
+
+    def _arguments(self, raw: bytes) -> dict[str, Any]:
+        if (self.headers.get("Content-Type") or "").startswith("application/json"):
+            try:
+                value = json.loads(raw)
+                return value if isinstance(value, dict) else {}
+            except ValueError:
+                return {}
+        from urllib.parse import parse_qs
+        return {k: v[0] for k, v in parse_qs(raw.decode("utf-8", "replace")).items()}
+
+    def _get_upload_url(self, payload: dict[str, Any]) -> Answer:
+        filename = payload.get("filename")
+        try:
+            length = int(payload.get("length", 0))
+        except (TypeError, ValueError):
+            length = 0
+        if not filename:
+            return self._answer(200, {"ok": False, "error": "invalid_arguments"})
+        if length < 1:
+            return self._answer(200, {"ok": False, "error": "missing_argument"})
+        if len(str(payload.get("alt_txt", ""))) > 1000:
+            return self._answer(200, {"ok": False, "error": "alt_txt_too_large"})
+        with self.server.lock:
+            file_id = f"F{len(self.server.files) + 1:08d}"
+            self.server.files[file_id] = {"filename": filename, "length": length, "received": None}
+        host, port = self.server.server_address[:2]
+        return self._answer(200, {"ok": True, "upload_url": f"http://{host}:{port}/upload/{file_id}", "file_id": file_id})
+
+    def _upload(self, record: dict[str, Any], file_id: str, raw: bytes) -> Answer:
+        record["file_id"] = file_id
+        record["bytes"] = len(raw)
+        with self.server.lock:
+            announced = self.server.files.get(file_id)
+        if announced is None:
+            return self._answer(404, "file_not_found")
+        if len(raw) != announced["length"]:
+            return self._answer(400, f"length {len(raw)} differs from the announced {announced['length']}")
+        if announced["filename"].endswith(".png"):
+            if raw[:8] != b"\x89PNG\r\n\x1a\n":
+                return self._answer(400, "not a PNG")
+            record["png_size"] = [int.from_bytes(raw[16:20], "big"), int.from_bytes(raw[20:24], "big")]
+        with self.server.lock:
+            announced["received"] = len(raw)
+        return self._answer(200, f"OK - {len(raw)}")
+
+    def _complete_upload(self, record: dict[str, Any], payload: dict[str, Any]) -> Answer:
+        files = payload.get("files")
+        if isinstance(files, str):
+            try:
+                files = json.loads(files)
+            except ValueError:
+                files = None
+        if not isinstance(files, list) or not files or not all(isinstance(f, dict) and f.get("id") for f in files):
+            return self._answer(200, {"ok": False, "error": "invalid_arguments"})
+        channel = payload.get("channel_id")
+        thread_ts = payload.get("thread_ts")
+        with self.server.lock:
+            known = {f["id"]: self.server.files.get(f["id"]) for f in files}
+            top_level = set(self.server.top_level)
+        if any(v is None or v["received"] is None for v in known.values()):
+            return self._answer(200, {"ok": False, "error": "file_not_found"})
+        if not channel or not str(channel).startswith("C"):
+            return self._answer(200, {"ok": False, "error": "channel_not_found"})
+        if thread_ts and (channel, thread_ts) not in top_level:
+            return self._answer(200, {"ok": False, "error": "invalid_thread_ts"})
+        record["channel_id"] = channel
+        return self._answer(200, {"ok": True, "files": [{"id": f["id"], "title": f.get("title", "")} for f in files]})
 
 
 def main() -> None:

@@ -1,4 +1,6 @@
-//! Slack over HTTPS: incoming webhooks and the Web API's `chat.postMessage`.
+//! Slack over HTTPS: incoming webhooks, the Web API's `chat.postMessage`, and
+//! the external file upload (`files.getUploadURLExternal`, the bytes,
+//! `files.completeUploadExternal`) for charts.
 //! The webhook URL and the token are secrets: they go into requests and
 //! nowhere else (errors here describe the transport, never the URL).
 
@@ -15,7 +17,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::notify::answer::{self, Answer, HttpAnswer};
 use crate::notify::credentials::SlackCredentials;
-use crate::notify::delivery::SlackPoster;
+use crate::notify::delivery::{Attachment, SlackPoster};
 
 /// Slack's answers are short; a longer body is cut (it would only be logged).
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
@@ -55,22 +57,35 @@ impl SlackWebhook {
         body: &Value,
         timeout: Duration,
     ) -> std::result::Result<HttpAnswer, String> {
-        let mut request = http::Request::post(url).header(
-            http::header::CONTENT_TYPE,
+        self.send_bytes(
+            url,
+            token,
             "application/json; charset=utf-8",
-        );
+            Bytes::from(body.to_string()),
+            timeout,
+        )
+        .await
+    }
+
+    async fn send_bytes(
+        &self,
+        url: &str,
+        token: Option<&SecretString>,
+        content_type: &str,
+        body: Bytes,
+        timeout: Duration,
+    ) -> std::result::Result<HttpAnswer, String> {
+        let mut request = http::Request::post(url).header(http::header::CONTENT_TYPE, content_type);
         if let Some(token) = token {
             request = request.header(
                 http::header::AUTHORIZATION,
                 format!("Bearer {}", token.expose_secret()),
             );
         }
-        let request = request
-            .body(Full::new(Bytes::from(body.to_string())))
-            .map_err(|_| {
-                "the request could not be built (malformed URL in the secret or SLACK_API_URL)"
-                    .to_owned()
-            })?;
+        let request = request.body(Full::new(body)).map_err(|_| {
+            "the request could not be built (malformed URL in the secret, SLACK_API_URL or an upload URL)"
+                .to_owned()
+        })?;
         let exchange = async {
             let response = self
                 .client
@@ -98,6 +113,46 @@ impl SlackWebhook {
             .await
             .map_err(|_| format!("no answer within {} ms", timeout.as_millis()))?
     }
+
+    /// One Web API call answering `{"ok": ...}`: its body, or why it failed.
+    async fn call(
+        &self,
+        method: &str,
+        token: &SecretString,
+        content_type: &str,
+        body: Bytes,
+        timeout: Duration,
+    ) -> std::result::Result<Value, String> {
+        let answer = self
+            .send_bytes(
+                &format!("{}/{method}", self.api_url),
+                Some(token),
+                content_type,
+                body,
+                timeout,
+            )
+            .await?;
+        let value: Value = serde_json::from_str(&answer.body)
+            .map_err(|_| format!("{method}: HTTP {} with an unreadable answer", answer.status))?;
+        if value["ok"] == true {
+            Ok(value)
+        } else {
+            Err(format!(
+                "{method}: {}",
+                value["error"].as_str().unwrap_or("(no error string)")
+            ))
+        }
+    }
+}
+
+/// `application/x-www-form-urlencoded` for `pairs`.
+fn form(pairs: &[(&str, &str)]) -> Bytes {
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    let encoded: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}={}", utf8_percent_encode(v, NON_ALPHANUMERIC)))
+        .collect();
+    Bytes::from(encoded.join("&"))
 }
 
 /// Describes a transport failure by its causes (connect, TLS, reset), which never include the URL.
@@ -149,5 +204,66 @@ impl SlackPoster for SlackWebhook {
             Ok(http) => read(&http),
             Err(reason) => Answer::Unavailable { reason },
         }
+    }
+
+    /// Slack's external upload: ask for an upload URL, send the bytes there
+    /// (without the token: the URL is pre-signed), then share the file in the thread.
+    async fn upload(
+        &self,
+        attachment: &Attachment,
+        channel_id: &str,
+        thread_ts: &str,
+        timeout: Duration,
+    ) -> std::result::Result<(), String> {
+        let SlackCredentials::BotToken(token) = &self.credentials else {
+            return Err("incoming webhooks cannot upload files".to_owned());
+        };
+        let length = attachment.bytes.len().to_string();
+        let granted = self
+            .call(
+                "files.getUploadURLExternal",
+                token,
+                "application/x-www-form-urlencoded",
+                form(&[
+                    ("filename", &attachment.file_name),
+                    ("length", &length),
+                    ("alt_txt", &attachment.title),
+                ]),
+                timeout,
+            )
+            .await?;
+        let (Some(url), Some(file_id)) =
+            (granted["upload_url"].as_str(), granted["file_id"].as_str())
+        else {
+            return Err(
+                "files.getUploadURLExternal: no upload_url or file_id in the answer".to_owned(),
+            );
+        };
+        let sent = self
+            .send_bytes(
+                url,
+                None,
+                "application/octet-stream",
+                Bytes::from(attachment.bytes.clone()),
+                timeout,
+            )
+            .await?;
+        if !(200..300).contains(&sent.status) {
+            return Err(format!("the upload URL answered HTTP {}", sent.status));
+        }
+        let complete = serde_json::json!({
+            "files": [{"id": file_id, "title": attachment.title}],
+            "channel_id": channel_id,
+            "thread_ts": thread_ts,
+        });
+        self.call(
+            "files.completeUploadExternal",
+            token,
+            "application/json; charset=utf-8",
+            Bytes::from(complete.to_string()),
+            timeout,
+        )
+        .await
+        .map(|_| ())
     }
 }

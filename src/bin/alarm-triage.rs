@@ -47,7 +47,7 @@ enum Command {
         /// Treat this instant (RFC 3339) as now; default: the transition's own time.
         #[arg(long, value_parser = parse_now)]
         now: Option<chrono::DateTime<chrono::Utc>>,
-        /// Also write every rendering (diagnosis.json, email.txt, slack.json, chat.json) into this directory.
+        /// Also write every rendering (diagnosis.json, email.txt, slack.json, chat.json) and the charts (latency.png, pods-cpu.png) into this directory.
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
         /// Also publish to DIAGNOSIS_TOPIC_ARN / DIAGNOSIS_QUEUE_URL (the people
@@ -335,6 +335,12 @@ fn write_renderings(d: &Diagnosis, dir: &std::path::Path) -> anyhow::Result<()> 
     ] {
         let path = dir.join(file);
         std::fs::write(&path, rendered(d, format)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    // The charts notify-slack uploads into the alarm's thread.
+    for chart in alarm_triage::charts::charts(d)? {
+        let path = dir.join(&chart.file_name);
+        std::fs::write(&path, &chart.png)
             .with_context(|| format!("cannot write {}", path.display()))?;
     }
     eprintln!(

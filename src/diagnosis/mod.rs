@@ -211,6 +211,10 @@ pub struct Diagnosis {
     /// Why this severity, in a few words (`docs/severity.md`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub severity_reason: Option<String>,
+    /// The alarm's own metric at its statistic over the window read (charts
+    /// shade the periods it breached).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm_metric: Option<crate::series::Series>,
     pub alarm: AlarmFacts,
     pub classification: Classification,
     pub findings: Vec<Finding>,

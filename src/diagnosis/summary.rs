@@ -44,6 +44,10 @@ pub struct TargetGroupSummary {
     pub targets_not_healthy: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unhealthy_targets: Vec<UnhealthyTarget>,
+    /// The alarm's metric for this group over the window read, at the
+    /// alarm's statistic (and, for a culprit, a second statistic beside it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<crate::series::Series>,
 }
 
 impl TargetGroupSummary {

@@ -4,12 +4,13 @@
 
 use chrono::{DateTime, Utc};
 
-use super::traffic::{breaches, round};
+use super::traffic::{breaches, round, to_series};
 use crate::diagnosis::summary::{TargetGroupSummary, UnhealthyTarget};
 use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
 use crate::evidence::model::{MetricSeries, TargetType, with_unit};
 use crate::evidence::service_map::{self, ServiceRef};
 use crate::evidence::{AlbEvidence, GroupEvidence};
+use crate::series::Series;
 
 /// Cumulative share of the breach the culprit groups must explain.
 const CULPRIT_COVERAGE: f64 = 0.8;
@@ -125,6 +126,11 @@ pub fn analyse(
                 targets_healthy: healthy,
                 targets_not_healthy: not_healthy,
                 unhealthy_targets,
+                series: vec![Series {
+                    label: format!("{} {statistic}", g.group.name),
+                    unit: unit.to_owned(),
+                    ..to_series(&g.metric, period_seconds)
+                }],
             }
         })
         .collect();
@@ -148,6 +154,22 @@ pub fn analyse(
         }
     }
 
+    // A culprit's chart shows a second statistic beside the alarm's: the tail
+    // (p99) for an Average alarm, the median for a percentile one.
+    for (summary, g) in summaries.iter_mut().zip(&alb.groups) {
+        if summary.culprit {
+            let (name, second) = if statistic == "p99" {
+                ("p50", &g.p50)
+            } else {
+                ("p99", &g.p99)
+            };
+            summary.series.push(Series {
+                label: format!("{} {name}", g.group.name),
+                unit: unit.to_owned(),
+                ..to_series(second, period_seconds)
+            });
+        }
+    }
     let findings = vec![
         shared_problem(&summaries, threshold, comparison, breach.is_empty(), unit),
         unhealthy_targets(&summaries),

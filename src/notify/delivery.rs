@@ -30,6 +30,36 @@ pub trait SlackPoster: Send + Sync {
         body: &Value,
         timeout: Duration,
     ) -> impl Future<Output = Answer> + Send;
+
+    /// Shares a file as a reply in a thread (Web API only). The error says
+    /// which step failed and why, never a secret.
+    fn upload(
+        &self,
+        attachment: &Attachment,
+        channel_id: &str,
+        thread_ts: &str,
+        timeout: Duration,
+    ) -> impl Future<Output = std::result::Result<(), String>> + Send {
+        let _ = (attachment, channel_id, thread_ts, timeout);
+        async { Err("this poster cannot upload files".to_owned()) }
+    }
+}
+
+/// A file shared under the first message (a chart).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attachment {
+    pub file_name: String,
+    /// The file's title in Slack, also its alt text.
+    pub title: String,
+    pub bytes: Vec<u8>,
+}
+
+/// What to attach to a diagnosis's thread: charts in notify-slack, nothing by default.
+pub type Attachments = fn(&Diagnosis) -> Vec<Attachment>;
+
+/// Attaches nothing.
+pub fn no_attachments(_: &Diagnosis) -> Vec<Attachment> {
+    Vec::new()
 }
 
 /// How hard to try.
@@ -229,6 +259,8 @@ pub struct Notifier<P, T> {
     /// How long later messages about an alarm go under its first one.
     pub thread_lifetime: chrono::Duration,
     pub retry: RetryPolicy,
+    /// Files to share in the thread after the details (Web API only).
+    pub attachments: Attachments,
 }
 
 impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
@@ -326,6 +358,31 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             .collect()
     }
 
+    /// Shares the diagnosis's attachments in the thread, one after the other,
+    /// while time is left; a failure is logged, never fatal (the report landed).
+    async fn attach(&self, d: &Diagnosis, channel_id: &str, thread_ts: &str, deadline: Instant) {
+        for attachment in (self.attachments)(d) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left < self.retry.room_for_a_request {
+                tracing::warn!(diagnosis_id = %d.id, file = %attachment.file_name, "no time left to upload the chart");
+                return;
+            }
+            let timeout = self.retry.request_timeout.min(left);
+            match self
+                .poster
+                .upload(&attachment, channel_id, thread_ts, timeout)
+                .await
+            {
+                Ok(()) => {
+                    tracing::info!(diagnosis_id = %d.id, file = %attachment.file_name, bytes = attachment.bytes.len(), "chart shared in the thread")
+                }
+                Err(e) => {
+                    tracing::warn!(diagnosis_id = %d.id, file = %attachment.file_name, error = %e, "could not share the chart")
+                }
+            }
+        }
+    }
+
     async fn deliver(
         &self,
         d: &Diagnosis,
@@ -391,6 +448,9 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
                 // The first message landed: the details are a convenience, and
                 // retrying the event would post the first message again.
                 tracing::warn!(diagnosis_id = %d.id, channel = %route.channel, error = %e, "could not post the details in the thread");
+            }
+            if let Some(channel_id) = &posted.channel_id {
+                self.attach(d, channel_id, &thread_ts, deadline).await;
             }
         }
         if threading && let (Some(channel_id), Some(ts)) = (&posted.channel_id, &posted.ts) {

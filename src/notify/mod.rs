@@ -371,6 +371,7 @@ pub(crate) mod tests {
             .unwrap(),
             thread_lifetime: chrono::Duration::hours(24),
             retry: RetryPolicy::default(),
+            attachments: super::delivery::no_attachments,
         }
     }
 
@@ -535,6 +536,7 @@ pub(crate) mod tests {
             routes: Routes::parse(None, "default").unwrap(),
             thread_lifetime: chrono::Duration::hours(24),
             retry: RetryPolicy::default(),
+            attachments: super::delivery::no_attachments,
         };
         let d = diagnosis(
             Behaviour::Flapping,

@@ -11,7 +11,7 @@ use alarm_triage::adapters::slack::SlackWebhook;
 use alarm_triage::config::NotifyConfig;
 use alarm_triage::invocation::remaining_time;
 use alarm_triage::notify::credentials::{DEFAULT_WEBHOOK, SlackCredentials};
-use alarm_triage::notify::delivery::{Notifier, RetryPolicy};
+use alarm_triage::notify::delivery::{Attachment, Notifier, RetryPolicy};
 use alarm_triage::notify::diagnoses_from_event;
 use alarm_triage::{Error, Result};
 use aws_config::SdkConfig;
@@ -76,6 +76,7 @@ impl State {
                         request_timeout: self.config.request_timeout,
                         ..RetryPolicy::default()
                     },
+                    attachments: charts_for_slack,
                 })
             })
             .await
@@ -134,5 +135,24 @@ fn failure(e: &Error) -> Diagnostic {
     Diagnostic {
         error_type: e.kind().to_owned(),
         error_message: e.to_string(),
+    }
+}
+
+/// The charts of a diagnosis, as files for its Slack thread. A chart that
+/// cannot be drawn is left out (logged): the report itself has landed.
+fn charts_for_slack(d: &alarm_triage::diagnosis::Diagnosis) -> Vec<Attachment> {
+    match alarm_triage::charts::charts(d) {
+        Ok(charts) => charts
+            .into_iter()
+            .map(|c| Attachment {
+                file_name: c.file_name,
+                title: c.title,
+                bytes: c.png,
+            })
+            .collect(),
+        Err(e) => {
+            tracing::warn!(diagnosis_id = %d.id, error = %e, "could not draw the charts");
+            Vec::new()
+        }
     }
 }

@@ -75,7 +75,20 @@ fn notified(world: &LocalWorld, n: usize) -> Vec<Value> {
 fn slack_requests(world: &LocalWorld) -> Vec<Value> {
     requests_at(world.var("SLACK_LOCAL_URL"))
         .into_iter()
-        .filter(|r| !is_details(r))
+        .filter(|r| is_message(r) && !is_details(r))
+        .collect()
+}
+
+/// Messages (webhooks, chat.postMessage), not file uploads.
+fn is_message(request: &Value) -> bool {
+    request["kind"] == "web_api" || request["kind"] == "webhook"
+}
+
+/// The chart uploads' three steps, in order.
+fn upload_requests(world: &LocalWorld) -> Vec<Value> {
+    requests_at(world.var("SLACK_LOCAL_URL"))
+        .into_iter()
+        .filter(|r| !is_message(r))
         .collect()
 }
 
@@ -83,7 +96,7 @@ fn slack_requests(world: &LocalWorld) -> Vec<Value> {
 fn details_requests(world: &LocalWorld) -> Vec<Value> {
     requests_at(world.var("SLACK_LOCAL_URL"))
         .into_iter()
-        .filter(is_details)
+        .filter(|r| is_message(r) && is_details(r))
         .collect()
 }
 
@@ -273,6 +286,34 @@ async fn world_3_pages_oncall_and_threads_the_resolution_under_it() {
     }));
     let details = details_requests(&world);
     assert_eq!(details.len(), 2, "{details:#?}");
+    // The charts follow in each thread: the latency and the pods' CPU, as PNGs.
+    let uploads = upload_requests(&world);
+    let completed: Vec<&Value> = uploads
+        .iter()
+        .filter(|u| u["kind"] == "files.completeUploadExternal")
+        .collect();
+    assert_eq!(completed.len(), 4, "{uploads:#?}");
+    assert!(uploads.iter().all(|u| u["status"] == 200), "{uploads:#?}");
+    for done in &completed {
+        assert!(
+            done["answer"].as_str().unwrap().contains("\"ok\": true"),
+            "{done:#}"
+        );
+        assert!(
+            requests
+                .iter()
+                .any(|f| f["ts"] == done["payload"]["thread_ts"]
+                    && f["channel_id"] == done["payload"]["channel_id"]),
+            "a chart in a thread without its first message: {done:#}"
+        );
+    }
+    assert!(
+        uploads
+            .iter()
+            .filter(|u| u["kind"] == "upload")
+            .all(|u| u["png_size"] == json!([960, 480])),
+        "{uploads:#?}"
+    );
     for reply in &details {
         let first = requests
             .iter()
