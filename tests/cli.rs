@@ -199,3 +199,46 @@ fn a_batch_in_json_prints_one_document_per_line() {
     assert_ne!(names[0], names[1]);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+fn charts(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_alarm-triage"))
+        .arg("charts")
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the binary runs")
+}
+
+#[test]
+fn the_charts_of_a_saved_diagnosis_are_written_as_pngs() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-charts");
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = charts(&[
+        "tests/fixtures/diagnosis-alb-flapping-worker-ceiling.json",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    for file in ["latency.png", "pods-cpu.png"] {
+        let png = std::fs::read(dir.join(file)).unwrap();
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{file}");
+    }
+}
+
+#[test]
+fn charts_of_something_that_is_not_a_diagnosis_say_what_was_expected() {
+    let dir = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("cli-charts-bad");
+    let out = charts(&[
+        "events/sns-alb-alarm-target-response-time.json",
+        "--out-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out)
+            .contains("is not a diagnosis (expected the JSON of schema alarm-triage/diagnosis/v1)"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -58,6 +58,14 @@ enum Command {
         #[arg(long, hide = true, conflicts_with = "publish")]
         no_publish: bool,
     },
+    /// Draws the charts of a saved diagnosis (the JSON a replay or the diagnosis queue holds) as PNG files.
+    Charts {
+        /// A diagnosis (schema alarm-triage/diagnosis/v1), as JSON.
+        diagnosis_file: PathBuf,
+        /// Where to write latency.png and pods-cpu.png.
+        #[arg(long, value_name = "DIR")]
+        out_dir: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -92,16 +100,68 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
-    let Command::Replay {
-        event_file,
-        offline,
-        format,
-        now,
-        out_dir,
-        publish,
-        no_publish: _,
-        world,
-    } = cli.command;
+    let (event_file, offline, format, now, out_dir, publish, world) = match cli.command {
+        Command::Charts {
+            diagnosis_file,
+            out_dir,
+        } => return draw_charts(&diagnosis_file, &out_dir),
+        Command::Replay {
+            event_file,
+            offline,
+            format,
+            now,
+            out_dir,
+            publish,
+            no_publish: _,
+            world,
+        } => (event_file, offline, format, now, out_dir, publish, world),
+    };
+    replay(event_file, offline, format, now, out_dir, publish, world).await
+}
+
+/// `charts`: reads a diagnosis and writes its charts.
+fn draw_charts(file: &std::path::Path, out_dir: &std::path::Path) -> anyhow::Result<ExitCode> {
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let d: Diagnosis = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a diagnosis (expected the JSON of schema {})",
+            file.display(),
+            alarm_triage::diagnosis::SCHEMA
+        )
+    })?;
+    std::fs::create_dir_all(out_dir)
+        .with_context(|| format!("cannot create {}", out_dir.display()))?;
+    let charts = alarm_triage::charts::charts(&d)?;
+    if charts.is_empty() {
+        eprintln!(
+            "alarm-triage: {} has no series to draw (no target-group breakdown, no pod series)",
+            d.id
+        );
+    }
+    for chart in charts {
+        let path = out_dir.join(&chart.file_name);
+        std::fs::write(&path, &chart.png)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!(
+            "alarm-triage: {} written ({} bytes)",
+            path.display(),
+            chart.png.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn replay(
+    event_file: Option<PathBuf>,
+    offline: bool,
+    format: Format,
+    now: Option<chrono::DateTime<chrono::Utc>>,
+    out_dir: Option<PathBuf>,
+    publish: bool,
+    world: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
     let local = world.as_deref().map(LocalWorld::start).transpose()?;
     let event_file = match (event_file, &local) {
         (Some(file), _) => file,

@@ -138,8 +138,15 @@ fn failure(e: &Error) -> Diagnostic {
     }
 }
 
+/// Built without the `charts` feature: nothing to attach.
+#[cfg(not(feature = "charts"))]
+fn charts_for_slack(d: &alarm_triage::diagnosis::Diagnosis) -> Vec<Attachment> {
+    alarm_triage::notify::delivery::no_attachments(d)
+}
+
 /// The charts of a diagnosis, as files for its Slack thread. A chart that
 /// cannot be drawn is left out (logged): the report itself has landed.
+#[cfg(feature = "charts")]
 fn charts_for_slack(d: &alarm_triage::diagnosis::Diagnosis) -> Vec<Attachment> {
     match alarm_triage::charts::charts(d) {
         Ok(charts) => charts
