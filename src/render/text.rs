@@ -267,7 +267,7 @@ fn behaviour_section(out: &mut String, d: &Diagnosis) {
             .saturating_mul(c.timeline.values.len() as u64);
         let per_mark = span / line.chars().count().max(1) as u64;
         format!(
-            "{line}  ({} per mark)",
+            "{line}  (share of time in ALARM, 0-1; {} per mark)",
             human_duration(
                 chrono::Duration::try_seconds(i64::try_from(per_mark).unwrap_or(0))
                     .unwrap_or(chrono::Duration::MAX)
