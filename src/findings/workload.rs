@@ -285,166 +285,7 @@ fn imbalance(
         used.and_then(|u| compare_peers(&u.by_period)),
     ) {
         (Some(_), Some(u), Some(peers)) if u.by_pod.len() >= 2 => {
-            let PeerComparison {
-                hot_over_peers: ratio,
-                peers_spread,
-                spread,
-            } = peers;
-            evidence.push(Evidence::number(
-                "hottest pod / median of the other pods (median while breaching)",
-                round(ratio, 2),
-                "x",
-            ));
-            evidence.push(Evidence::number(
-                "spread of the other pods (coefficient of variation, median while breaching)",
-                round(peers_spread, 3),
-                "",
-            ));
-            evidence.push(Evidence::number(
-                "spread of all pods (coefficient of variation, median while breaching)",
-                round(spread, 3),
-                "",
-            ));
-            let mut plateaus: Vec<(&str, f64)> = u
-                .by_pod
-                .iter()
-                .filter_map(|(pod, v)| Some((pod.as_str(), percentile(v, 90.0)?)))
-                .collect();
-            plateaus.sort_by(|a, b| b.1.total_cmp(&a.1));
-            for (pod, p90) in &plateaus {
-                evidence.push(Evidence::number(
-                    &format!("{pod} CPU (p90 while breaching)"),
-                    round(*p90, 3),
-                    "cores",
-                ));
-            }
-            let missing: Vec<&str> = workload
-                .pods
-                .iter()
-                .filter(|p| {
-                    p.phase == "Running" && !u.by_pod.iter().any(|(name, _)| name == &p.name)
-                })
-                .map(|p| p.name.as_str())
-                .collect();
-            if !missing.is_empty() {
-                evidence.push(Evidence::text(
-                    "pods without CPU series",
-                    missing.join(", "),
-                ));
-            }
-            let info = |name: &str| workload.pods.iter().find(|p| p.name == name);
-            let hottest = plateaus.first().copied();
-            let hottest_busy = hottest
-                .is_some_and(|(pod, cores)| busy(cores, info(pod).and_then(PodInfo::cpu_request)));
-            let stands_out = (ratio >= HOT_OVER_PEERS && peers_spread <= PEERS_AGREE)
-                || ratio >= HOT_OVER_SCATTERED_PEERS;
-            // Hot pods: those at HOT_OVER_PEERS times the median of the pods below the hottest.
-            let peer_level = {
-                let mut rest: Vec<f64> = plateaus.iter().skip(1).map(|(_, v)| *v).collect();
-                median(&mut rest).unwrap_or(0.0)
-            };
-            let hot: Vec<PodCpu> = plateaus
-                .iter()
-                .filter(|(_, v)| *v >= HOT_OVER_PEERS * peer_level && *v > 0.0)
-                .take((plateaus.len() / 2).max(1))
-                .map(|(pod, cores)| PodCpu {
-                    pod: (*pod).to_owned(),
-                    cores: round(*cores, 3),
-                })
-                .collect();
-            let supported = stands_out && hottest_busy && !hot.is_empty();
-            facts = Facts::Imbalance(ImbalanceFacts {
-                busiest: hottest.map(|(pod, cores)| PodCpu {
-                    pod: pod.to_owned(),
-                    cores: round(cores, 3),
-                }),
-                hot: if supported { hot.clone() } else { Vec::new() },
-                hot_over_peers: ratio,
-                peers_spread,
-            });
-            let peers = plateaus.len() - hot.len().max(1);
-            if supported {
-                let names: Vec<String> = hot
-                    .iter()
-                    .map(|h| {
-                        let note = info(&h.pod)
-                            .and_then(|p| lifecycle_note(p, now))
-                            .map(|n| format!(" ({n})"))
-                            .unwrap_or_default();
-                        format!("{} at {:.2} cores{note}", h.pod, h.cores)
-                    })
-                    .collect();
-                let agree = if peers_spread <= PEERS_AGREE {
-                    format!(
-                        "while its {} agree within {:.0} % (around {peer_level:.2} cores)",
-                        crate::classify::plural(peers as u32, "peer"),
-                        peers_spread * 100.0
-                    )
-                } else {
-                    format!(
-                        "above peers that scatter (spread {peers_spread:.2}, median {peer_level:.2} cores)"
-                    )
-                };
-                let (subject, verb) = if hot.len() == 1 {
-                    ("One pod runs hot", "is")
-                } else {
-                    ("A few pods run hot", "are")
-                };
-                (
-                    Verdict::Supported,
-                    format!(
-                        "{subject}: {} {verb} {ratio:.1}x the median of the others {agree}.",
-                        names.join("; ")
-                    ),
-                    Some(match hot.as_slice() {
-                        [one] => format!(
-                            "one pod hot ({}, {:.2} cores, {ratio:.1}x its peers)",
-                            one.pod, one.cores
-                        ),
-                        many => format!(
-                            "{} pods hot ({}), {ratio:.1}x their peers",
-                            many.len(),
-                            many.iter()
-                                .map(|h| h.pod.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        ),
-                    }),
-                )
-            } else if !hottest_busy {
-                (
-                    Verdict::Refuted,
-                    format!(
-                        "No pod is busy while breaching (the busiest at {:.2} cores): CPU imbalance cannot explain the latency.",
-                        hottest.map_or(0.0, |h| h.1)
-                    ),
-                    Some(format!(
-                        "hot pod: none busy (the busiest at {:.2} cores)",
-                        hottest.map_or(0.0, |h| h.1)
-                    )),
-                )
-            } else if spread <= TOGETHER_CV {
-                (
-                    Verdict::Refuted,
-                    format!(
-                        "The {} pods move together while breaching (spread {spread:.2}, hottest {ratio:.2}x the others): the load is shared evenly, not imbalanced.",
-                        u.by_pod.len()
-                    ),
-                    Some(format!(
-                        "hot pod: the {} pods within {:.0} % of each other",
-                        u.by_pod.len(),
-                        spread * 100.0
-                    )),
-                )
-            } else {
-                (
-                    Verdict::Inconclusive,
-                    format!(
-                        "Uneven, but no pod stands out from peers that agree (hottest {ratio:.2}x the others, whose spread is {peers_spread:.2})."
-                    ),
-                    None,
-                )
-            }
+            decide_imbalance(workload, u, peers, now, &mut evidence, &mut facts)
         }
         (Some(_), Some(_), _) => (
             Verdict::Inconclusive,
@@ -497,6 +338,193 @@ fn imbalance(
             })
             .unwrap_or_default(),
         facts,
+    }
+}
+
+/// Each pod's CPU plateau (p90 while breaching), busiest first, written into
+/// the evidence with the running pods that have no series.
+fn plateaus_with_evidence<'a>(
+    workload: &Workload,
+    u: &'a Usage,
+    evidence: &mut Vec<Evidence>,
+) -> Vec<(&'a str, f64)> {
+    let mut plateaus: Vec<(&str, f64)> = u
+        .by_pod
+        .iter()
+        .filter_map(|(pod, v)| Some((pod.as_str(), percentile(v, 90.0)?)))
+        .collect();
+    plateaus.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (pod, p90) in &plateaus {
+        evidence.push(Evidence::number(
+            &format!("{pod} CPU (p90 while breaching)"),
+            round(*p90, 3),
+            "cores",
+        ));
+    }
+    let missing: Vec<&str> = workload
+        .pods
+        .iter()
+        .filter(|p| p.phase == "Running" && !u.by_pod.iter().any(|(name, _)| name == &p.name))
+        .map(|p| p.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        evidence.push(Evidence::text(
+            "pods without CPU series",
+            missing.join(", "),
+        ));
+    }
+    plateaus
+}
+
+/// The hot pods: at [`HOT_OVER_PEERS`] times the median of the pods below the
+/// hottest, at most half of them; and that median (the peers' level).
+fn hot_pods(plateaus: &[(&str, f64)]) -> (f64, Vec<PodCpu>) {
+    let peer_level = {
+        let mut rest: Vec<f64> = plateaus.iter().skip(1).map(|(_, v)| *v).collect();
+        median(&mut rest).unwrap_or(0.0)
+    };
+    let hot = plateaus
+        .iter()
+        .filter(|(_, v)| *v >= HOT_OVER_PEERS * peer_level && *v > 0.0)
+        .take((plateaus.len() / 2).max(1))
+        .map(|(pod, cores)| PodCpu {
+            pod: (*pod).to_owned(),
+            cores: round(*cores, 3),
+        })
+        .collect();
+    (peer_level, hot)
+}
+
+/// The imbalance verdict once the pods' CPU was compared: the evidence, the
+/// hot pods named with what happened to them, and the typed facts.
+fn decide_imbalance(
+    workload: &Workload,
+    u: &Usage,
+    peers: PeerComparison,
+    now: DateTime<Utc>,
+    evidence: &mut Vec<Evidence>,
+    facts: &mut Facts,
+) -> Decision {
+    let PeerComparison {
+        hot_over_peers: ratio,
+        peers_spread,
+        spread,
+    } = peers;
+    evidence.push(Evidence::number(
+        "hottest pod / median of the other pods (median while breaching)",
+        round(ratio, 2),
+        "x",
+    ));
+    evidence.push(Evidence::number(
+        "spread of the other pods (coefficient of variation, median while breaching)",
+        round(peers_spread, 3),
+        "",
+    ));
+    evidence.push(Evidence::number(
+        "spread of all pods (coefficient of variation, median while breaching)",
+        round(spread, 3),
+        "",
+    ));
+    let plateaus = plateaus_with_evidence(workload, u, evidence);
+    let info = |name: &str| workload.pods.iter().find(|p| p.name == name);
+    let hottest = plateaus.first().copied();
+    let hottest_busy =
+        hottest.is_some_and(|(pod, cores)| busy(cores, info(pod).and_then(PodInfo::cpu_request)));
+    let stands_out = (ratio >= HOT_OVER_PEERS && peers_spread <= PEERS_AGREE)
+        || ratio >= HOT_OVER_SCATTERED_PEERS;
+    let (peer_level, hot) = hot_pods(&plateaus);
+    let supported = stands_out && hottest_busy && !hot.is_empty();
+    *facts = Facts::Imbalance(ImbalanceFacts {
+        busiest: hottest.map(|(pod, cores)| PodCpu {
+            pod: pod.to_owned(),
+            cores: round(cores, 3),
+        }),
+        hot: if supported { hot.clone() } else { Vec::new() },
+        hot_over_peers: ratio,
+        peers_spread,
+    });
+    let peers = plateaus.len() - hot.len().max(1);
+    if supported {
+        let names: Vec<String> = hot
+            .iter()
+            .map(|h| {
+                let note = info(&h.pod)
+                    .and_then(|p| lifecycle_note(p, now))
+                    .map(|n| format!(" ({n})"))
+                    .unwrap_or_default();
+                format!("{} at {:.2} cores{note}", h.pod, h.cores)
+            })
+            .collect();
+        let agree = if peers_spread <= PEERS_AGREE {
+            format!(
+                "while its {} agree within {:.0} % (around {peer_level:.2} cores)",
+                crate::classify::plural(peers as u32, "peer"),
+                peers_spread * 100.0
+            )
+        } else {
+            format!(
+                "above peers that scatter (spread {peers_spread:.2}, median {peer_level:.2} cores)"
+            )
+        };
+        let (subject, verb) = if hot.len() == 1 {
+            ("One pod runs hot", "is")
+        } else {
+            ("A few pods run hot", "are")
+        };
+        (
+            Verdict::Supported,
+            format!(
+                "{subject}: {} {verb} {ratio:.1}x the median of the others {agree}.",
+                names.join("; ")
+            ),
+            Some(match hot.as_slice() {
+                [one] => format!(
+                    "one pod hot ({}, {:.2} cores, {ratio:.1}x its peers)",
+                    one.pod, one.cores
+                ),
+                many => format!(
+                    "{} pods hot ({}), {ratio:.1}x their peers",
+                    many.len(),
+                    many.iter()
+                        .map(|h| h.pod.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            }),
+        )
+    } else if !hottest_busy {
+        (
+            Verdict::Refuted,
+            format!(
+                "No pod is busy while breaching (the busiest at {:.2} cores): CPU imbalance cannot explain the latency.",
+                hottest.map_or(0.0, |h| h.1)
+            ),
+            Some(format!(
+                "hot pod: none busy (the busiest at {:.2} cores)",
+                hottest.map_or(0.0, |h| h.1)
+            )),
+        )
+    } else if spread <= TOGETHER_CV {
+        (
+            Verdict::Refuted,
+            format!(
+                "The {} pods move together while breaching (spread {spread:.2}, hottest {ratio:.2}x the others): the load is shared evenly, not imbalanced.",
+                u.by_pod.len()
+            ),
+            Some(format!(
+                "hot pod: the {} pods within {:.0} % of each other",
+                u.by_pod.len(),
+                spread * 100.0
+            )),
+        )
+    } else {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "Uneven, but no pod stands out from peers that agree (hottest {ratio:.2}x the others, whose spread is {peers_spread:.2})."
+            ),
+            None,
+        )
     }
 }
 
