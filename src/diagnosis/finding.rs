@@ -302,6 +302,38 @@ pub struct Finding {
     pub facts: Facts,
 }
 
+impl Finding {
+    /// A decided hypothesis: `clause` is its cause when the evidence does not
+    /// refute it, and what ruled it out when it does. The role is set once all
+    /// findings are decided; evidence, series and facts start empty.
+    pub fn decided(
+        id: FindingId,
+        hypothesis: impl Into<String>,
+        verdict: Verdict,
+        summary: String,
+        clause: Option<String>,
+    ) -> Self {
+        let refuted = verdict == Verdict::Refuted;
+        let (cause, ruled_out_by) = if refuted {
+            (None, clause)
+        } else {
+            (clause, None)
+        };
+        Finding {
+            id,
+            hypothesis: hypothesis.into(),
+            verdict,
+            role: Role::default(),
+            summary,
+            cause,
+            ruled_out_by,
+            evidence: Vec::new(),
+            series: Vec::new(),
+            facts: Facts::None,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! Flapping vs sustained vs one-off, from the alarm's state history.
 
 use crate::classify::{Behaviour, Classification, human_duration};
-use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
+use crate::diagnosis::{Evidence, Finding, FindingId, Verdict};
 
 /// Flapping vs sustained vs one-off, from the alarm's state history.
 ///
@@ -85,15 +85,14 @@ pub fn alarm_behaviour(classification: &Classification, history_known: bool) -> 
         )
     };
     Finding {
-        role: Default::default(),
-        id: FindingId::AlarmFlapping,
-        hypothesis: "The alarm is flapping (repeated OK/ALARM cycles) rather than a sustained breach or a one-off".to_owned(),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: vec![classification.timeline.clone()],
-        facts: Facts::None,
+        ..Finding::decided(
+            FindingId::AlarmFlapping,
+            "The alarm is flapping (repeated OK/ALARM cycles) rather than a sustained breach or a one-off",
+            verdict,
+            summary,
+            cause,
+        )
     }
 }

@@ -413,16 +413,14 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
         )
     };
     Finding {
-        role: Default::default(),
-        id: FindingId::UnhealthyTargets,
-        hypothesis: "Unhealthy targets explain the alarm".to_owned(),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
-        series: Vec::new(),
-        facts: Facts::None,
+        ..Finding::decided(
+            FindingId::UnhealthyTargets,
+            "Unhealthy targets explain the alarm",
+            verdict,
+            summary,
+            cause,
+        )
     }
 }
 

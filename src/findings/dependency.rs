@@ -4,7 +4,7 @@
 //! CPU, so it runs after them.
 
 use crate::diagnosis::summary::WorkloadSummary;
-use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
+use crate::diagnosis::{Evidence, Finding, FindingId, Verdict};
 
 /// A pod under this share of its CPU request (or this many cores without one) has CPU to spare.
 const IDLE_SHARE_OF_REQUEST: f64 = 0.5;
@@ -97,16 +97,14 @@ pub fn waiting_downstream(findings: &[Finding], workload: &WorkloadSummary) -> F
         ),
     };
     Finding {
-        id: FindingId::DownstreamWait,
-        role: Default::default(),
-        hypothesis: "The pods wait on a dependency: slow while their CPU idles".to_owned(),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
-        series: Vec::new(),
-        facts: Facts::None,
+        ..Finding::decided(
+            FindingId::DownstreamWait,
+            "The pods wait on a dependency: slow while their CPU idles",
+            verdict,
+            summary,
+            cause,
+        )
     }
 }
 
@@ -116,18 +114,7 @@ mod tests {
     use crate::diagnosis::summary::PodSummary;
 
     fn finding(id: FindingId, verdict: Verdict) -> Finding {
-        Finding {
-            ruled_out_by: None,
-            id,
-            role: Default::default(),
-            hypothesis: String::new(),
-            verdict,
-            summary: String::new(),
-            cause: None,
-            evidence: vec![],
-            series: vec![],
-            facts: Facts::None,
-        }
+        Finding::decided(id, "", verdict, String::new(), None)
     }
 
     fn workload(levels: &[f64], request: f64) -> WorkloadSummary {

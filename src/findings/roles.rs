@@ -90,16 +90,8 @@ mod tests {
 
     fn finding(id: FindingId, verdict: Verdict, facts: Facts) -> Finding {
         Finding {
-            ruled_out_by: None,
-            id,
-            role: Role::Context,
-            hypothesis: String::new(),
-            verdict,
-            summary: String::new(),
-            cause: None,
-            evidence: vec![],
-            series: vec![],
             facts,
+            ..Finding::decided(id, "", verdict, String::new(), None)
         }
     }
 

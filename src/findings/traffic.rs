@@ -166,22 +166,21 @@ pub fn low_traffic_artifact(stats: &Statistics, breach: &[DateTime<Utc>]) -> Fin
         ),
     };
     Finding {
-        role: Default::default(),
-        id: FindingId::LowTrafficArtifact,
-        hypothesis: format!(
-            "The breach is a low-traffic artifact: a few slow requests on a near-idle target inflate the {statistic}"
-        ),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: vec![crate::series::Series {
             label: format!("{} per period", stats.requests_metric),
             unit: "count".to_owned(),
             ..to_series(&stats.requests, stats.period_seconds)
         }],
-        facts: Facts::None,
+        ..Finding::decided(
+            FindingId::LowTrafficArtifact,
+            format!(
+                "The breach is a low-traffic artifact: a few slow requests on a near-idle target inflate the {statistic}"
+            ),
+            verdict,
+            summary,
+            cause,
+        )
     }
 }
 

@@ -310,14 +310,6 @@ fn imbalance(
         }
     };
     Finding {
-        id: FindingId::PodImbalance,
-        role: Default::default(),
-        hypothesis: "Load is imbalanced across pods (one or a few pods hot, the others not)"
-            .to_owned(),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
         series: series
             .map(|s| {
@@ -338,6 +330,13 @@ fn imbalance(
             })
             .unwrap_or_default(),
         facts,
+        ..Finding::decided(
+            FindingId::PodImbalance,
+            "Load is imbalanced across pods (one or a few pods hot, the others not)",
+            verdict,
+            summary,
+            cause,
+        )
     }
 }
 
@@ -664,16 +663,15 @@ fn restarts(
         )
     };
     Finding {
-        id: FindingId::PodRestarts,
-        role: Default::default(),
-        hypothesis: "Pods restarted, crashed or were replaced around the breach (OOMKilled, CrashLoopBackOff, new pods)".to_owned(),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
-        series: Vec::new(),
         facts: Facts::Restarts(RestartFacts { pods: turnover }),
+        ..Finding::decided(
+            FindingId::PodRestarts,
+            "Pods restarted, crashed or were replaced around the breach (OOMKilled, CrashLoopBackOff, new pods)",
+            verdict,
+            summary,
+            cause,
+        )
     }
 }
 
@@ -795,17 +793,15 @@ fn ceiling(
         }
     };
     Finding {
-        role: Default::default(),
-        id: FindingId::WorkerCeiling,
-        hypothesis: "A per-process (worker or thread) ceiling caps each pod below its CPU limit"
-            .to_owned(),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
-        series: Vec::new(),
         facts,
+        ..Finding::decided(
+            FindingId::WorkerCeiling,
+            "A per-process (worker or thread) ceiling caps each pod below its CPU limit",
+            verdict,
+            summary,
+            cause,
+        )
     }
 }
 
@@ -884,15 +880,7 @@ fn throttling(
         )
     };
     Finding {
-        role: Default::default(),
-        id: FindingId::CpuThrottling,
-        hypothesis: "CPU throttling at the limit slows the pods".to_owned(),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
-        series: Vec::new(),
         facts: Facts::Throttling(ThrottlingFacts {
             worst_throttled_share: worst,
             limit_cores: running.iter().find_map(|p| p.cpu_limit()),
@@ -907,6 +895,13 @@ fn throttling(
                 .map(|(pod, _, _)| (*pod).to_owned())
                 .collect(),
         }),
+        ..Finding::decided(
+            FindingId::CpuThrottling,
+            "CPU throttling at the limit slows the pods",
+            verdict,
+            summary,
+            cause,
+        )
     }
 }
 
@@ -936,16 +931,15 @@ fn hpa(
     let mut evidence = workload.hpa.as_ref().map(hpa_evidence).unwrap_or_default();
     let (verdict, summary, cause) = hpa_verdict(workload, used, running, &mut facts, &mut evidence);
     Finding {
-        role: Default::default(),
-        id: FindingId::HpaCannotReact,
-        hypothesis: "The HPA cannot scale out of this".to_owned(),
-        verdict,
-        summary,
-        cause: cause.clone().filter(|_| verdict != Verdict::Refuted),
-        ruled_out_by: cause.filter(|_| verdict == Verdict::Refuted),
         evidence,
-        series: Vec::new(),
         facts: Facts::Hpa(facts),
+        ..Finding::decided(
+            FindingId::HpaCannotReact,
+            "The HPA cannot scale out of this",
+            verdict,
+            summary,
+            cause,
+        )
     }
 }
 
