@@ -6,6 +6,7 @@
 
 use std::sync::OnceLock;
 
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
 
@@ -104,6 +105,39 @@ fn drawing_error<E: std::fmt::Debug>(chart: &'static str) -> impl Fn(E) -> Chart
     }
 }
 
+/// The chart's frame on `root`: caption, axes over `start..0` minutes and
+/// `0..top`, labelled in the embedded font.
+fn frame<'a>(
+    root: &DrawingArea<BitMapBackend<'a>, plotters::coord::Shift>,
+    title: &str,
+    end: chrono::DateTime<chrono::Utc>,
+    y_desc: &str,
+    (start, top): (f64, f64),
+    fail: &dyn Fn(String) -> ChartError,
+) -> Result<
+    ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    ChartError,
+> {
+    root.fill(&WHITE).map_err(|e| fail(format!("{e:?}")))?;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FAMILY, 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(64)
+        .build_cartesian_2d(start..0.0, 0.0..top)
+        .map_err(|e| fail(format!("{e:?}")))?;
+    chart
+        .configure_mesh()
+        .x_desc(format!("minutes before {}", end.format("%H:%M UTC")))
+        .y_desc(y_desc)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .label_style((FAMILY, 15))
+        .light_line_style(RGBColor(238, 238, 238))
+        .draw()
+        .map_err(|e| fail(format!("{e:?}")))?;
+    Ok(chart)
+}
+
 /// The culprit target group's latency (the alarm's statistic and a second one)
 /// against the threshold, over the window read; breaching periods shaded; the
 /// other groups faint.
@@ -161,27 +195,17 @@ fn latency(d: &Diagnosis) -> Result<Option<Chart>, ChartError> {
     let mut buffer = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
     {
         let root = BitMapBackend::with_buffer(&mut buffer, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(&fail)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&title, (FAMILY, 22))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(start..0.0, 0.0..top)
-            .map_err(&fail)?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("minutes before {}", end.format("%H:%M UTC")))
-            .y_desc(if unit == "s" {
-                "seconds".to_owned()
-            } else {
-                unit.clone()
-            })
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .label_style((FAMILY, 15))
-            .light_line_style(RGBColor(238, 238, 238))
-            .draw()
-            .map_err(&fail)?;
+        let y_desc = if unit == "s" {
+            "seconds".to_owned()
+        } else {
+            unit.clone()
+        };
+        let mut chart = frame(&root, &title, end, &y_desc, (start, top), &|problem| {
+            ChartError {
+                chart: NAME,
+                problem,
+            }
+        })?;
         // Breaching periods of the alarm's own metric, shaded.
         if let (Some(metric), Some(t)) = (&d.alarm_metric, threshold) {
             let comparison = d
@@ -311,23 +335,12 @@ fn pods(d: &Diagnosis) -> Result<Option<Chart>, ChartError> {
     let mut buffer = vec![0u8; (WIDTH * HEIGHT * 3) as usize];
     {
         let root = BitMapBackend::with_buffer(&mut buffer, (WIDTH, HEIGHT)).into_drawing_area();
-        root.fill(&WHITE).map_err(&fail)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(&title, (FAMILY, 22))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(64)
-            .build_cartesian_2d(start..0.0, 0.0..top)
-            .map_err(&fail)?;
-        chart
-            .configure_mesh()
-            .x_desc(format!("minutes before {}", end.format("%H:%M UTC")))
-            .y_desc("cores")
-            .x_label_formatter(&|x| format!("{x:.0}"))
-            .label_style((FAMILY, 15))
-            .light_line_style(RGBColor(238, 238, 238))
-            .draw()
-            .map_err(&fail)?;
+        let mut chart = frame(&root, &title, end, "cores", (start, top), &|problem| {
+            ChartError {
+                chart: NAME,
+                problem,
+            }
+        })?;
         for (value, label, colour) in [
             (request, "request", RGBColor(40, 120, 40)),
             (limit, "limit", RGBColor(120, 0, 0)),

@@ -86,16 +86,7 @@ fn first_command(step: &BriefStep<'_>) -> Vec<String> {
 pub fn first_screen(d: &Diagnosis) -> Vec<String> {
     let b = brief(d);
     let mut top = wrapped_lines("", &one_line(&b.verdict), 2);
-    top.push(format!(
-        "Severity {} | {} {} | {}",
-        d.severity.as_str(),
-        match d.kind {
-            ReportKind::Diagnosis => "diagnosis",
-            ReportKind::Resolution => "resolution",
-        },
-        d.id,
-        d.generated_at.format("%Y-%m-%d %H:%M UTC")
-    ));
+    top.push(identity(d));
     let causes: Vec<Vec<String>> = b
         .causes
         .iter()
@@ -189,6 +180,20 @@ fn assemble_first_screen(
     lines
 }
 
+/// `Severity critical | diagnosis dx-... | 2026-11-29 10:00 UTC`.
+fn identity(d: &Diagnosis) -> String {
+    format!(
+        "Severity {} | {} {} | {}",
+        d.severity.as_str(),
+        match d.kind {
+            ReportKind::Diagnosis => "diagnosis",
+            ReportKind::Resolution => "resolution",
+        },
+        d.id,
+        d.generated_at.format("%Y-%m-%d %H:%M UTC")
+    )
+}
+
 /// The headline and the report's identity.
 fn header(out: &mut String, d: &Diagnosis) {
     push_wrapped(out, "", &capitalise(&one_line(&d.headline)));
@@ -199,17 +204,8 @@ fn header(out: &mut String, d: &Diagnosis) {
             &format!("Severity {}: {}", d.severity.as_str(), one_line(reason)),
         );
     }
-    let _ = writeln!(
-        out,
-        "Severity {} | {} {} | {}",
-        d.severity.as_str(),
-        match d.kind {
-            ReportKind::Diagnosis => "diagnosis",
-            ReportKind::Resolution => "resolution",
-        },
-        d.id,
-        d.generated_at.format("%Y-%m-%d %H:%M UTC")
-    );
+    out.push_str(&identity(d));
+    out.push('\n');
     out.push('\n');
 }
 
