@@ -212,6 +212,8 @@ pub struct NotifyConfig {
     pub request_timeout: Duration,
     /// `SLACK_DEADLINE_MARGIN_MS`: no retry is started this close to the invocation's deadline.
     pub deadline_margin: Duration,
+    /// `SLACK_CHARTS` (`on`, the default, or `off`): upload charts into the thread (bot token only).
+    pub charts: bool,
 }
 
 impl NotifyConfig {
@@ -284,6 +286,16 @@ impl NotifyConfig {
                 0,
                 60_000,
             )?),
+            charts: match non_empty(&lookup, "SLACK_CHARTS").as_deref() {
+                None | Some("on") => true,
+                Some("off") => false,
+                Some(other) => {
+                    return Err(Error::Config {
+                        variable: "SLACK_CHARTS",
+                        problem: format!("is {other:?}; expected on or off"),
+                    });
+                }
+            },
         })
     }
 }
@@ -422,6 +434,22 @@ mod tests {
         ]))
         .unwrap_err();
         assert!(err.to_string().contains("SLACK_API_URL"), "{err}");
+    }
+
+    #[test]
+    fn charts_are_on_unless_turned_off_and_a_typo_names_the_variable() {
+        let with = |value: Option<&str>| {
+            let mut vars = vec![("AWS_REGION", "eu-west-1"), ("SLACK_SECRET_ID", "a")];
+            vars.extend(value.map(|v| ("SLACK_CHARTS", v)));
+            NotifyConfig::from_lookup(lookup(&vars))
+        };
+        assert!(with(None).unwrap().charts);
+        assert!(!with(Some("off")).unwrap().charts);
+        let err = with(Some("no")).unwrap_err().to_string();
+        assert!(
+            err.contains("SLACK_CHARTS") && err.contains("expected on or off"),
+            "{err}"
+        );
     }
 
     #[test]

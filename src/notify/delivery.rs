@@ -284,10 +284,12 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             );
         }
         // Channels are independent: a 429 in one does not hold up the others.
+        // Charts are drawn once per diagnosis, by the first channel that needs them.
+        let files = std::sync::OnceLock::new();
         let outcomes = futures_util::future::join_all(
             routes
                 .iter()
-                .map(|route| self.deliver(d, route, now, deadline)),
+                .map(|route| self.deliver(d, route, now, deadline, &files)),
         )
         .await;
         let mut posted = Vec::with_capacity(routes.len());
@@ -360,8 +362,15 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
 
     /// Shares the diagnosis's attachments in the thread, one after the other,
     /// while time is left; a failure is logged, never fatal (the report landed).
-    async fn attach(&self, d: &Diagnosis, channel_id: &str, thread_ts: &str, deadline: Instant) {
-        for attachment in (self.attachments)(d) {
+    async fn attach(
+        &self,
+        d: &Diagnosis,
+        files: &[Attachment],
+        channel_id: &str,
+        thread_ts: &str,
+        deadline: Instant,
+    ) {
+        for attachment in files {
             let left = deadline.saturating_duration_since(Instant::now());
             if left < self.retry.room_for_a_request {
                 tracing::warn!(diagnosis_id = %d.id, file = %attachment.file_name, "no time left to upload the chart");
@@ -370,7 +379,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             let timeout = self.retry.request_timeout.min(left);
             match self
                 .poster
-                .upload(&attachment, channel_id, thread_ts, timeout)
+                .upload(attachment, channel_id, thread_ts, timeout)
                 .await
             {
                 Ok(()) => {
@@ -389,6 +398,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         route: &Route,
         now: DateTime<Utc>,
         deadline: Instant,
+        files: &std::sync::OnceLock<Vec<Attachment>>,
     ) -> Result<Posted> {
         let web_api = self.poster.web_api();
         let threading = web_api && self.threads.enabled();
@@ -450,7 +460,9 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
                 tracing::warn!(diagnosis_id = %d.id, channel = %route.channel, error = %e, "could not post the details in the thread");
             }
             if let Some(channel_id) = &posted.channel_id {
-                self.attach(d, channel_id, &thread_ts, deadline).await;
+                let files = files.get_or_init(|| (self.attachments)(d));
+                self.attach(d, files, channel_id, &thread_ts, deadline)
+                    .await;
             }
         }
         if threading && let (Some(channel_id), Some(ts)) = (&posted.channel_id, &posted.ts) {

@@ -76,7 +76,11 @@ impl State {
                         request_timeout: self.config.request_timeout,
                         ..RetryPolicy::default()
                     },
-                    attachments: charts_for_slack,
+                    attachments: if self.config.charts {
+                        charts_for_slack
+                    } else {
+                        alarm_triage::notify::delivery::no_attachments
+                    },
                 })
             })
             .await
