@@ -307,10 +307,15 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
                  diagnosis_queue_url=diagnosis_queue, failed_events_queue_url=failed_events_queue)
 
     alarm = spec["alarm"]
+    alarm_dims = list(lb_dims)
+    if alarm.get("target_group"):
+        # An alarm on one target group: its own TargetGroup dimension beside the load balancer's.
+        group = next(g for g in groups if g["name"] == alarm["target_group"])
+        alarm_dims.append({"Name": "TargetGroup", "Value": group["dimension"]})
     c["cloudwatch"].put_metric_alarm(
         AlarmName=alarm["name"], AlarmDescription=alarm.get("description", ""),
         Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], **statistic_argument(alarm),
-        Dimensions=lb_dims, Period=int(alarm["period"]), EvaluationPeriods=int(alarm["evaluation_periods"]),
+        Dimensions=alarm_dims, Period=int(alarm["period"]), EvaluationPeriods=int(alarm["evaluation_periods"]),
         DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
         Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],
         TreatMissingData=alarm.get("treat_missing_data", "missing"),

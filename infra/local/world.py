@@ -131,6 +131,9 @@ def validate(world: World) -> None:
     for key in ("name", "metric", "statistic", "threshold", "comparison", "period", "evaluation_periods"):
         _require(alarm, key, f, "alarm", f"the alarm's {key}")
     statistic_kind(alarm["statistic"], f)
+    names = [tg.get("name") for tg in s.get("load_balancer", {}).get("target_groups", [])]
+    if "target_group" in alarm and alarm["target_group"] not in names:
+        raise WorldError(f, "alarm.target_group", f"the name of a target group in world.yaml ({', '.join(map(str, names))})", alarm["target_group"])
     deliver = _require(alarm, "deliver", f, "alarm", "the transition to deliver, e.g. {from: OK, to: ALARM}")
     for key in ("from", "to"):
         if _require(deliver, key, f, "alarm.deliver", "OK, ALARM or INSUFFICIENT_DATA") not in ("OK", "ALARM", "INSUFFICIENT_DATA"):

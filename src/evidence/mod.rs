@@ -280,9 +280,8 @@ pub fn plan(alarm: &AlarmNotification) -> Plan {
         let tg = m.dimensions.iter().any(|d| d.name == "TargetGroup");
         match (m.namespace.as_str(), lb, tg) {
             ("AWS/ApplicationELB", Some(lb), false) => load_balancer_dimension = Some(lb.value.clone()),
-            ("AWS/ApplicationELB", Some(_), true) => notes.push(
-                "the alarm already watches one target group: no breakdown across groups".to_owned(),
-            ),
+            // An alarm on one group: that group is the culprit; the others are read to compare.
+            ("AWS/ApplicationELB", Some(lb), true) => load_balancer_dimension = Some(lb.value.clone()),
             ("AWS/ApplicationELB", None, _) => notes.push(
                 "the metric has no LoadBalancer dimension: no target-group breakdown".to_owned(),
             ),

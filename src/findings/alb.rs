@@ -37,15 +37,29 @@ fn service_of(group: &GroupEvidence) -> Option<ServiceRef> {
 
 /// Analyses the groups over the breaching periods (`breach`; when empty, the
 /// last 30 minutes of data stand in).
-pub fn analyse(
-    alb: &AlbEvidence,
-    breach: &[DateTime<Utc>],
-    statistic: &str,
-    threshold: f64,
-    comparison: &str,
-    period_seconds: u32,
-    unit: &str,
-) -> AlbAnalysis {
+/// What the breakdown needs to know of the alarm.
+#[derive(Debug, Clone, Copy)]
+pub struct AlarmShape<'a> {
+    pub statistic: &'a str,
+    pub threshold: f64,
+    pub comparison: &'a str,
+    pub period_seconds: u32,
+    /// The metric's unit, for people (`s`).
+    pub unit: &'a str,
+    /// The `TargetGroup` dimension of an alarm on one group: that group is
+    /// the culprit, whatever the others do.
+    pub watched_group: Option<&'a str>,
+}
+
+pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_>) -> AlbAnalysis {
+    let AlarmShape {
+        statistic,
+        threshold,
+        comparison,
+        period_seconds,
+        unit,
+        watched_group,
+    } = shape;
     let per_minute = 60.0 / f64::from(period_seconds.max(1));
     let periods: Vec<DateTime<Utc>> = if breach.is_empty() {
         let mut recent: Vec<DateTime<Utc>> = alb
@@ -135,8 +149,21 @@ pub fn analyse(
         })
         .collect();
 
-    // Culprits: the fewest groups that explain 80 % of the breach, among groups that breach themselves.
-    let mut order: Vec<usize> = (0..summaries.len()).collect();
+    // An alarm on one group names its culprit; otherwise the culprits are the
+    // fewest groups that explain 80 % of the breach, among groups that breach themselves.
+    let watched = watched_group.and_then(|dimension| {
+        alb.groups
+            .iter()
+            .position(|g| g.group.dimension == dimension)
+    });
+    if let Some(i) = watched {
+        summaries[i].culprit = true;
+    }
+    let mut order: Vec<usize> = if watched.is_some() {
+        Vec::new()
+    } else {
+        (0..summaries.len()).collect()
+    };
     order.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]));
     let mut covered = 0.0;
     for i in order {

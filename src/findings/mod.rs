@@ -70,11 +70,14 @@ pub fn breakdown(
     Some(alb::analyse(
         alb,
         &breaching_periods(alarm, statistics),
-        alarm.statistic.as_deref().unwrap_or("Average"),
-        threshold,
-        comparison_of(alarm),
-        alarm.period_seconds.unwrap_or(60),
-        crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+        alb::AlarmShape {
+            statistic: alarm.statistic.as_deref().unwrap_or("Average"),
+            threshold,
+            comparison: comparison_of(alarm),
+            period_seconds: alarm.period_seconds.unwrap_or(60),
+            unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+            watched_group: alarm.dimension("TargetGroup"),
+        },
     ))
 }
 

@@ -67,6 +67,18 @@ fn alb(groups: Vec<GroupEvidence>) -> AlbEvidence {
     }
 }
 
+/// An alarm on the whole load balancer, per minute, in seconds.
+fn shape(statistic: &str, threshold: f64) -> AlarmShape<'_> {
+    AlarmShape {
+        statistic,
+        threshold,
+        comparison: "GreaterThanThreshold",
+        period_seconds: 60,
+        unit: "s",
+        watched_group: None,
+    }
+}
+
 fn verdict(a: &AlbAnalysis, id: &str) -> Verdict {
     a.findings
         .iter()
@@ -99,15 +111,7 @@ fn one_slow_group_among_six_clears_the_shared_alb_and_is_named() {
             0,
         ));
     }
-    let a = analyse(
-        &alb(groups),
-        &breach(),
-        "Average",
-        0.8,
-        "GreaterThanThreshold",
-        60,
-        "s",
-    );
+    let a = analyse(&alb(groups), &breach(), shape("Average", 0.8));
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Refuted);
     let culprits: Vec<&str> = a
         .summaries
@@ -135,15 +139,7 @@ fn most_groups_slow_at_once_supports_a_shared_problem() {
         .iter()
         .map(|n| group(n, TargetType::Ip, &[0.2, 1.5, 1.6], &[100.0; 3], 0))
         .collect();
-    let a = analyse(
-        &alb(groups),
-        &breach(),
-        "Average",
-        0.8,
-        "GreaterThanThreshold",
-        60,
-        "s",
-    );
+    let a = analyse(&alb(groups), &breach(), shape("Average", 0.8));
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Supported);
 }
 
@@ -158,11 +154,7 @@ fn a_single_group_cannot_separate_the_alb_from_the_service() {
             1,
         )]),
         &breach(),
-        "Average",
-        0.8,
-        "GreaterThanThreshold",
-        60,
-        "s",
+        shape("Average", 0.8),
     );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Supported);
@@ -210,15 +202,7 @@ fn a_group_without_targets_is_reported_not_guessed() {
     let mut empty = group("empty", TargetType::Ip, &[0.2, 1.5, 1.6], &[10.0; 3], 0);
     empty.health = Some(Vec::new());
     empty.unhealthy_hosts = series(&[0.0; 3]);
-    let a = analyse(
-        &alb(vec![empty]),
-        &breach(),
-        "Average",
-        0.8,
-        "GreaterThanThreshold",
-        60,
-        "s",
-    );
+    let a = analyse(&alb(vec![empty]), &breach(), shape("Average", 0.8));
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Inconclusive);
 }
 
@@ -229,13 +213,34 @@ fn no_datapoints_at_all_decide_nothing() {
     let a = analyse(
         &alb(vec![silent.clone(), silent]),
         &[],
-        "Average",
-        0.8,
-        "GreaterThanThreshold",
-        60,
-        "s",
+        shape("Average", 0.8),
     );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Inconclusive);
     assert!(a.summaries.iter().all(|s| !s.culprit));
+}
+
+#[test]
+fn an_alarm_on_one_group_names_that_group_even_when_another_is_slower() {
+    let groups = vec![
+        group("watched", TargetType::Ip, &[0.2, 0.9, 0.95], &[300.0; 3], 0),
+        group("slower", TargetType::Ip, &[0.2, 2.5, 2.6], &[300.0; 3], 0),
+    ];
+    let evidence = alb(groups);
+    let watched = evidence.groups[0].group.dimension.clone();
+    let a = analyse(
+        &evidence,
+        &breach(),
+        AlarmShape {
+            watched_group: Some(&watched),
+            ..shape("Average", 0.8)
+        },
+    );
+    let culprits: Vec<&str> = a
+        .summaries
+        .iter()
+        .filter(|s| s.culprit)
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(culprits, ["watched"]);
 }
