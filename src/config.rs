@@ -30,6 +30,9 @@ pub struct ClusterSettings {
     pub kubeconfig: Option<std::path::PathBuf>,
     /// `PROMETHEUS_URL`: Prometheus reached directly.
     pub prometheus_url: Option<String>,
+    /// `PROMETHEUS_SIGV4_REGION`: sign the queries to `PROMETHEUS_URL` with SigV4
+    /// (service `aps`) for this region; an AMP workspace URL implies its own.
+    pub prometheus_sigv4_region: Option<String>,
     /// `PROMETHEUS_SERVICE=namespace/name:port`: an in-cluster Prometheus through the API server's service proxy.
     pub prometheus_service: Option<String>,
     /// `KUBE_TIMEOUT_MS`: connect and read timeout of every Kubernetes and Prometheus call.
@@ -113,6 +116,7 @@ impl Config {
                 cluster_name: non_empty(&lookup, "EKS_CLUSTER_NAME"),
                 kubeconfig: non_empty(&lookup, "KUBECONFIG").map(std::path::PathBuf::from),
                 prometheus_url: non_empty(&lookup, "PROMETHEUS_URL"),
+                prometheus_sigv4_region: non_empty(&lookup, "PROMETHEUS_SIGV4_REGION"),
                 prometheus_service: match non_empty(&lookup, "PROMETHEUS_SERVICE") {
                     Some(s) if !s.contains('/') || !s.contains(':') => {
                         return Err(Error::Config {

@@ -142,8 +142,13 @@ impl AwsSources {
     pub fn new(config: &aws_config::SdkConfig, cluster: &crate::config::ClusterSettings) -> Self {
         let prometheus = cluster
             .prometheus_url
-            .clone()
-            .map(kubernetes::PrometheusAccess::Direct)
+            .as_deref()
+            .map(|url| {
+                kubernetes::PrometheusAccess::direct(
+                    url,
+                    cluster.prometheus_sigv4_region.as_deref(),
+                )
+            })
             .or_else(|| {
                 cluster
                     .prometheus_service

@@ -15,13 +15,32 @@ use crate::evidence::workload::{PerPod, PodSeries};
 /// Where Prometheus is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PrometheusAccess {
-    /// `PROMETHEUS_URL`.
-    Direct(String),
+    /// `PROMETHEUS_URL`; requests are signed with SigV4 (service `aps`) for
+    /// this region when it is an Amazon Managed Service for Prometheus
+    /// workspace (or `PROMETHEUS_SIGV4_REGION` says so).
+    Direct {
+        url: String,
+        sigv4_region: Option<String>,
+    },
     /// `PROMETHEUS_SERVICE=namespace/name:port`, through the API server's service proxy.
     ServiceProxy { namespace: String, service: String },
 }
 
 impl PrometheusAccess {
+    /// `PROMETHEUS_URL`, signed for `sigv4_region` when given, else for the
+    /// region of an AMP endpoint (`https://aps-workspaces.REGION.amazonaws.com/workspaces/ws-...`).
+    pub fn direct(url: &str, sigv4_region: Option<&str>) -> Self {
+        let amp_region = url
+            .strip_prefix("https://aps-workspaces.")
+            .and_then(|rest| rest.split_once(".amazonaws.com"))
+            .map(|(region, _)| region.to_owned())
+            .filter(|r| !r.is_empty() && !r.contains('/'));
+        PrometheusAccess::Direct {
+            url: url.trim_end_matches('/').to_owned(),
+            sigv4_region: sigv4_region.map(str::to_owned).or(amp_region),
+        }
+    }
+
     /// Parses `namespace/name:port`.
     pub fn service(text: &str) -> Option<Self> {
         let (namespace, service) = text.split_once('/')?;
@@ -39,6 +58,67 @@ pub struct PrometheusEndpoint {
     pub client: kube::Client,
     pub prefix: String,
     pub origin: String,
+    /// Requests signed with SigV4 (Amazon Managed Service for Prometheus).
+    pub signing: Option<Signing>,
+}
+
+/// What a SigV4 signature for `aps` needs: the function's credentials, the
+/// workspace's region, and the URL the paths are appended to.
+#[derive(Clone, Debug)]
+pub struct Signing {
+    pub credentials: aws_credential_types::Credentials,
+    pub region: String,
+    pub base_url: String,
+}
+
+impl Signing {
+    /// The headers that sign a GET of `path_and_query` at `now` (Authorization,
+    /// X-Amz-Date and, with temporary credentials, X-Amz-Security-Token).
+    pub fn headers(
+        &self,
+        path_and_query: &str,
+        now: std::time::SystemTime,
+    ) -> std::result::Result<Vec<(String, String)>, String> {
+        use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
+        let url = format!("{}{path_and_query}", self.base_url);
+        let uri: http::Uri = url.parse().map_err(|e| format!("{url}: {e}"))?;
+        let host = uri
+            .authority()
+            .map(|a| a.as_str().to_owned())
+            .ok_or_else(|| format!("{url} has no host"))?;
+        let request = SignableRequest::new(
+            "GET",
+            url.clone(),
+            [("host", host.as_str())].into_iter(),
+            SignableBody::Bytes(&[]),
+        )
+        .map_err(|e| e.to_string())?;
+        let identity: aws_smithy_runtime_api::client::identity::Identity =
+            self.credentials.clone().into();
+        let params = aws_sigv4::sign::v4::SigningParams::builder()
+            .identity(&identity)
+            .region(&self.region)
+            .name("aps")
+            .time(now)
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|e| e.to_string())?
+            .into();
+        let (instructions, _) = sign(request, &params)
+            .map_err(|e| e.to_string())?
+            .into_parts();
+        let mut signed = http::Request::get(url)
+            .body(())
+            .map_err(|e| e.to_string())?;
+        instructions.apply_to_request_http1x(&mut signed);
+        Ok(signed
+            .headers()
+            .iter()
+            .filter_map(|(name, value)| {
+                Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+            })
+            .collect())
+    }
 }
 
 impl std::fmt::Debug for PrometheusEndpoint {
@@ -72,7 +152,17 @@ impl PrometheusEndpoint {
             client,
             prefix: String::new(),
             origin: format!("Prometheus at {url}"),
+            signing: None,
         })
+    }
+
+    /// The same endpoint with every request signed (Amazon Managed Service for Prometheus).
+    pub fn signed(self, signing: Signing) -> Self {
+        PrometheusEndpoint {
+            origin: format!("{} (SigV4, aps, {})", self.origin, signing.region),
+            signing: Some(signing),
+            ..self
+        }
     }
 
     /// The in-cluster Prometheus `namespace/service:port`, through the API server.
@@ -83,6 +173,7 @@ impl PrometheusEndpoint {
             origin: format!(
                 "in-cluster Prometheus {namespace}/{service} through the API server's service proxy"
             ),
+            signing: None,
         }
     }
 
@@ -99,6 +190,7 @@ impl PrometheusEndpoint {
             client,
             prefix,
             origin,
+            signing,
         } = self;
         let pod_regex = pods
             .iter()
@@ -127,10 +219,25 @@ impl PrometheusEndpoint {
             );
             let client = client.clone();
             let who = origin.clone();
+            let signed = signing
+                .as_ref()
+                .map(|s| s.headers(&path, std::time::SystemTime::now()));
             async move {
-                let request = http::Request::get(path)
+                let mut request = http::Request::get(path)
                     .body(Vec::new())
                     .map_err(|e| failure(e.to_string()))?;
+                if let Some(signed) = signed {
+                    let headers = signed
+                        .map_err(|e| failure(format!("could not sign the query for {who}: {e}")))?;
+                    for (name, value) in headers {
+                        if let (Ok(name), Ok(value)) = (
+                            http::header::HeaderName::from_bytes(name.as_bytes()),
+                            http::header::HeaderValue::from_str(&value),
+                        ) {
+                            request.headers_mut().insert(name, value);
+                        }
+                    }
+                }
                 let text = client
                     .request_text(request)
                     .await
@@ -259,5 +366,65 @@ mod tests {
             "checkout-7c9d6b5f8-2xkqp"
         );
         assert_eq!(regex_escape("a.b"), "a\\\\.b");
+    }
+
+    /// Computed with botocore's SigV4Auth (service aps, eu-west-1), as the AWS
+    /// CLI and awscurl sign an AMP query, with these credentials at 2026-11-29T12:00:00Z.
+    const BOTOCORE_AUTHORIZATION: &str = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261129/eu-west-1/aps/aws4_request, SignedHeaders=host;x-amz-date, Signature=d793854f6ad4bcf4dcf110d34324a08c7ec109871a547e6b74e7b78ffca39356";
+
+    #[test]
+    fn an_amp_query_is_signed_as_botocore_signs_it() {
+        let signing = Signing {
+            credentials: aws_credential_types::Credentials::new(
+                "AKIDEXAMPLE",
+                "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+                None,
+                None,
+                "test",
+            ),
+            region: "eu-west-1".to_owned(),
+            base_url: "https://aps-workspaces.eu-west-1.amazonaws.com/workspaces/ws-0a1b2c3d"
+                .to_owned(),
+        };
+        let at = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_795_953_600);
+        let headers = signing
+            .headers(
+                "/api/v1/query_range?query=up%7Bjob%3D%22a%22%7D&start=1764417600&end=1764421200&step=60",
+                at,
+            )
+            .unwrap();
+        let get = |name: &str| {
+            headers
+                .iter()
+                .find(|(n, _)| n.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("authorization"), Some(BOTOCORE_AUTHORIZATION));
+        assert_eq!(get("x-amz-date"), Some("20261129T120000Z"));
+    }
+
+    #[test]
+    fn an_amp_workspace_url_implies_signing_for_its_region() {
+        assert_eq!(
+            PrometheusAccess::direct(
+                "https://aps-workspaces.ap-southeast-2.amazonaws.com/workspaces/ws-1/",
+                None
+            ),
+            PrometheusAccess::Direct {
+                url: "https://aps-workspaces.ap-southeast-2.amazonaws.com/workspaces/ws-1".into(),
+                sigv4_region: Some("ap-southeast-2".into()),
+            }
+        );
+        assert_eq!(
+            PrometheusAccess::direct("http://prometheus:9090", None),
+            PrometheusAccess::Direct {
+                url: "http://prometheus:9090".into(),
+                sigv4_region: None,
+            }
+        );
+        assert!(matches!(
+            PrometheusAccess::direct("http://127.0.0.1:9000/workspaces/ws-1", Some("eu-west-1")),
+            PrometheusAccess::Direct { sigv4_region: Some(r), .. } if r == "eu-west-1"
+        ));
     }
 }

@@ -67,8 +67,32 @@ impl KubeSource {
                     .to_owned(),
                 retryable: false,
             }),
-            Some(PrometheusAccess::Direct(url)) => {
-                PrometheusEndpoint::direct(url, self.access.timeout)
+            Some(PrometheusAccess::Direct { url, sigv4_region }) => {
+                let endpoint = PrometheusEndpoint::direct(url, self.access.timeout)?;
+                let Some(region) = sigv4_region else {
+                    return Ok(endpoint);
+                };
+                let unsigned = |reason: String| Error::Source {
+                    source_name: source::POD_SERIES,
+                    reason: format!("cannot sign the queries to {url} (SigV4, aps): {reason}"),
+                    retryable: true,
+                };
+                let provider = self
+                    .access
+                    .credentials
+                    .as_ref()
+                    .ok_or_else(|| unsigned("no AWS credentials".to_owned()))?;
+                let credentials =
+                    aws_credential_types::provider::ProvideCredentials::provide_credentials(
+                        provider,
+                    )
+                    .await
+                    .map_err(|e| unsigned(e.to_string()))?;
+                Ok(endpoint.signed(crate::adapters::prometheus::Signing {
+                    credentials,
+                    region: region.clone(),
+                    base_url: url.clone(),
+                }))
             }
             Some(PrometheusAccess::ServiceProxy { namespace, service }) => {
                 let cluster = self
