@@ -109,8 +109,10 @@ fn policy_problems(template: &Value) -> Vec<String> {
                     let read = ["Describe", "Get", "List"]
                         .iter()
                         .any(|p| verb.starts_with(p))
-                        && !verb.contains('*');
-                    if own_write && statement["Resource"] == "*" {
+                        && !verb.contains('*')
+                        || action == "aps:QueryMetrics";
+                    let scoped = own_write || action == "aps:QueryMetrics";
+                    if scoped && statement["Resource"] == "*" {
                         problems.push(format!("{name}: {action} on every resource"));
                     } else if !own_write && !read {
                         problems.push(format!("{name}: {action} is not a read action"));

@@ -464,3 +464,39 @@ fn a_malformed_world_fails_with_the_file_the_field_and_what_was_expected() {
     );
     assert!(!dir.join("state/pids").exists(), "nothing was started");
 }
+
+#[test]
+fn the_amp_workspace_refuses_an_unsigned_query_and_forwards_nothing() {
+    let world = LocalWorld::up("alb-amp-worker-ceiling");
+    let url = world.var("PROMETHEUS_URL").to_owned();
+    let (base, workspace_path) = url.split_at(url.find("/workspaces/").unwrap());
+    let answer = support::http(
+        base,
+        "GET",
+        &format!("{workspace_path}/api/v1/query?query=up"),
+        "",
+    );
+    assert!(answer.starts_with("HTTP/1.1 403"), "{answer}");
+    assert!(answer.contains("Missing Authentication Token"), "{answer}");
+    // A signature by another secret is refused too.
+    let now = chrono::Utc::now();
+    let authorization = format!(
+        "AWS4-HMAC-SHA256 Credential=testing/{}/eu-north-1/aps/aws4_request, SignedHeaders=host;x-amz-date, Signature={}",
+        now.format("%Y%m%d"),
+        "0".repeat(64)
+    );
+    let amz_date = now.format("%Y%m%dT%H%M%SZ").to_string();
+    let forged = support::http_with_headers(
+        base,
+        "GET",
+        &format!("{workspace_path}/api/v1/query?query=up"),
+        &[("Authorization", &authorization), ("X-Amz-Date", &amz_date)],
+    );
+    assert!(forged.starts_with("HTTP/1.1 403"), "{forged}");
+    assert!(forged.contains("does not match"), "{forged}");
+    let calls = support::http(base, "GET", "/_alarm_triage/calls", "");
+    assert!(
+        !calls.contains("\"signed\": true"),
+        "nothing unsigned reached Prometheus: {calls}"
+    );
+}

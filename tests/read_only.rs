@@ -23,6 +23,9 @@ const OWN_WRITES: [&str; 6] = [
 ];
 
 /// Every problem with an IAM policy document, empty when it is read-only.
+/// Reads whose names do not say so (querying an AMP workspace), granted only on a named resource.
+const SCOPED_READS: [&str; 1] = ["aps:QueryMetrics"];
+
 fn iam_problems(policy: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     for statement in policy["Statement"].as_array().unwrap() {
@@ -44,6 +47,12 @@ fn iam_problems(policy: &Value) -> Vec<String> {
                 if statement["Resource"] == "*" {
                     problems.push(format!(
                         "{action} on every resource, not only the bot's own"
+                    ));
+                }
+            } else if SCOPED_READS.contains(&action) {
+                if statement["Resource"] == "*" {
+                    problems.push(format!(
+                        "{action} on every resource, not only the workspace"
                     ));
                 }
             } else if verb.contains('*') || !READ_PREFIXES.iter().any(|p| verb.starts_with(p)) {
@@ -118,10 +127,12 @@ fn a_write_action_or_a_wildcard_in_the_policy_is_caught() {
         {"Effect": "Allow", "Action": ["cloudwatch:DescribeAlarms", "cloudwatch:SetAlarmState"], "Resource": "*"},
         {"Effect": "Allow", "Action": "elasticloadbalancing:*", "Resource": "*"},
         {"Effect": "Allow", "Action": "sns:Publish", "Resource": "*"},
-        {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": "*"}
+        {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": "*"},
+        {"Effect": "Allow", "Action": "aps:QueryMetrics", "Resource": "*"},
+        {"Effect": "Allow", "Action": "aps:RemoteWrite", "Resource": "arn:aws:aps:eu-west-1:1:workspace/ws-1"}
     ]});
     let problems = iam_problems(&broken);
-    assert_eq!(problems.len(), 4, "{problems:?}");
+    assert_eq!(problems.len(), 6, "{problems:?}");
 }
 
 #[test]

@@ -389,7 +389,13 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
         env["DIAGNOSIS_QUEUE_URL"] = facts["diagnosis_queue_url"]
         env["CAPTURE_QUEUE_URL"] = facts["capture_queue_url"]
         env["FAILED_EVENTS_QUEUE_URL"] = facts["failed_events_queue_url"]
-        if world.spec.get("prometheus", {}).get("service"):
+        amp = world.spec.get("prometheus", {}).get("amp")
+        if amp and prometheus_url:
+            # Amazon Managed Service for Prometheus: the bot queries the workspace
+            # endpoint directly, SigV4-signed; the proxy verifies every signature.
+            env["PROMETHEUS_URL"] = start_aps_proxy(state, processes, prometheus_url, amp["workspace"], world.spec["region"])
+            env["PROMETHEUS_SIGV4_REGION"] = world.spec["region"]
+        elif world.spec.get("prometheus", {}).get("service"):
             env["PROMETHEUS_SERVICE"] = world.spec["prometheus"]["service"]
 
         if with_lambda:
@@ -453,6 +459,16 @@ def start_prometheus(world: worlds.World, state: Path, processes: Processes) -> 
     url = f"http://127.0.0.1:{port}"
     wait_http("prometheus", f"{url}/-/ready", process, state / "prometheus.log", timeout=20)
     return url
+
+
+def start_aps_proxy(state: Path, processes: Processes, target: str, workspace: str, region: str) -> str:
+    """aps_proxy.py (an AMP workspace that verifies SigV4) in front of Prometheus; returns the workspace URL."""
+    port = free_port()
+    process = processes.start("aps-proxy", [PYTHON, str(HERE / "aps_proxy.py"), "--port", str(port), "--target", target,
+                                            "--workspace", workspace, "--region", region], env=CREDENTIALS)
+    url = f"http://127.0.0.1:{port}"
+    wait_http("aps-proxy", f"{url}/_alarm_triage/calls", process, state / "aps-proxy.log")
+    return f"{url}/workspaces/{workspace}"
 
 
 def start_fault_proxy(state: Path, processes: Processes, name: str, target: str) -> str:

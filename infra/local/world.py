@@ -145,6 +145,9 @@ def validate(world: World) -> None:
     _require(cluster, "name", f, "cluster", "the EKS cluster name")
     if cluster.get("endpoint", "public") not in ("public", "private"):
         raise WorldError(f, "cluster.endpoint", "public or private", cluster.get("endpoint"))
+    amp = s.get("prometheus", {}).get("amp")
+    if amp is not None and not (isinstance(amp, dict) and re.fullmatch(r"ws-[0-9a-zA-Z-]{1,64}", str(amp.get("workspace", "")))):
+        raise WorldError(f, "prometheus.amp.workspace", "an AMP workspace id such as ws-0a1b2c3d-...", amp.get("workspace") if isinstance(amp, dict) else amp)
     if (world.directory / "kubernetes").exists() and not (world.directory / "kubernetes").is_dir():
         raise WorldError(world.directory / "kubernetes", "(path)", "a directory of manifests")
 

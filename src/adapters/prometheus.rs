@@ -274,9 +274,20 @@ fn prometheus_failure(error: &kube::Error, origin: &str) -> String {
                 ),
                 None => status.message.clone(),
             };
+            // A body that is neither Prometheus's nor a Kubernetes Status (an
+            // AWS error document) comes without its HTTP code.
+            let answered = if status.code == 0 {
+                "refused the query".to_owned()
+            } else {
+                format!("answered HTTP {}", status.code)
+            };
+            let advice = if origin.contains("SigV4") {
+                " (an AMP workspace refuses a query it cannot verify: check PROMETHEUS_SIGV4_REGION, the function's credentials and aps:QueryMetrics on the workspace)"
+            } else {
+                ""
+            };
             format!(
-                "{origin} answered HTTP {}: {}",
-                status.code,
+                "{origin} {answered}: {}{advice}",
                 crate::render::truncate(&crate::render::one_line(&detail), 200)
             )
         }

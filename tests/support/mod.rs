@@ -409,12 +409,32 @@ fn unique() -> u64 {
 
 /// A minimal HTTP/1.1 request to a loopback endpoint; returns the raw answer.
 pub fn http(base: &str, method: &str, path: &str, body: &str) -> String {
+    http_sending(base, method, path, &[], body)
+}
+
+/// A bodiless request with extra headers (a forged signature).
+#[allow(dead_code)] // not every test binary sends headers
+pub fn http_with_headers(base: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> String {
+    http_sending(base, method, path, headers, "")
+}
+
+fn http_sending(
+    base: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
     use std::io::{Read, Write};
     let authority = base.trim_start_matches("http://").trim_end_matches('/');
     let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
     write!(
         stream,
-        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\nHost: {authority}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();

@@ -57,6 +57,16 @@ fn verdict_of<'a>(diagnosis: &'a Value, id: &str) -> Option<&'a str> {
 fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
     assert_roles_as_expected(world, diagnosis);
     let expected = world.expected();
+    if let Some(origin) = expected["series_origin_contains"].as_str() {
+        let got = diagnosis["workload"]["series_origin"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            got.contains(origin),
+            "{}: the pod series came from {got:?}, expected {origin:?}",
+            world.name
+        );
+    }
     let context = || serde_json::to_string_pretty(&diagnosis["findings"]).unwrap();
     assert_eq!(
         diagnosis["classification"]["behaviour"], expected["classification"],
