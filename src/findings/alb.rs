@@ -149,37 +149,12 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         })
         .collect();
 
-    // An alarm on one group names its culprit; otherwise the culprits are the
-    // fewest groups that explain 80 % of the breach, among groups that breach themselves.
     let watched = watched_group.and_then(|dimension| {
         alb.groups
             .iter()
             .position(|g| g.group.dimension == dimension)
     });
-    if let Some(i) = watched {
-        summaries[i].culprit = true;
-    }
-    let mut order: Vec<usize> = if watched.is_some() {
-        Vec::new()
-    } else {
-        (0..summaries.len()).collect()
-    };
-    order.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]));
-    let mut covered = 0.0;
-    for i in order {
-        if total <= 0.0 || covered >= CULPRIT_COVERAGE {
-            break;
-        }
-        let own = summaries[i].statistic_while_breaching;
-        let breaching_itself = own.is_some_and(|v| breaches(v, threshold, comparison));
-        let share = weights[i] / total;
-        if breaching_itself || share >= 0.5 {
-            summaries[i].culprit = true;
-            covered += share;
-        } else {
-            break;
-        }
-    }
+    mark_culprits(&mut summaries, &weights, watched, threshold, comparison);
 
     // A culprit's chart shows a second statistic beside the alarm's: the tail
     // (p99) for an Average alarm, the median for a percentile one.
@@ -204,6 +179,40 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
     AlbAnalysis {
         summaries,
         findings,
+    }
+}
+
+/// An alarm on one group (`watched`) names its culprit; otherwise the
+/// culprits are the fewest groups that explain 80 % of the breach, among
+/// groups that breach themselves.
+fn mark_culprits(
+    summaries: &mut [TargetGroupSummary],
+    weights: &[f64],
+    watched: Option<usize>,
+    threshold: f64,
+    comparison: &str,
+) {
+    if let Some(i) = watched {
+        summaries[i].culprit = true;
+        return;
+    }
+    let total: f64 = weights.iter().sum();
+    let mut order: Vec<usize> = (0..summaries.len()).collect();
+    order.sort_by(|a, b| weights[*b].total_cmp(&weights[*a]));
+    let mut covered = 0.0;
+    for i in order {
+        if total <= 0.0 || covered >= CULPRIT_COVERAGE {
+            break;
+        }
+        let own = summaries[i].statistic_while_breaching;
+        let breaching_itself = own.is_some_and(|v| breaches(v, threshold, comparison));
+        let share = weights[i] / total;
+        if breaching_itself || share >= 0.5 {
+            summaries[i].culprit = true;
+            covered += share;
+        } else {
+            break;
+        }
     }
 }
 
