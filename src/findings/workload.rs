@@ -168,7 +168,7 @@ pub fn decide(
         .map(|t| crate::instants::earlier(t, RESTART_LEAD));
     let findings = vec![
         imbalance(workload, series, used.as_ref(), now),
-        restarts(workload, window_start, now),
+        restarts(workload, window_start, breach.first().copied(), now),
         ceiling(&running, &plateau, series.is_some()),
         throttling(&running, series, &periods, &plateau),
         hpa(workload, used.as_ref(), &running),
@@ -532,6 +532,7 @@ fn decide_imbalance(
 fn restarts(
     workload: &Workload,
     window_start: Option<DateTime<Utc>>,
+    breach_start: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Finding {
     let mut evidence = Vec::new();
@@ -561,7 +562,21 @@ fn restarts(
         } else if let Some(t) = terminated.filter(|t| inside(t.finished_at)) {
             Some(t.reason.clone())
         } else if inside(pod.created) && pod.restarts == 0 {
-            Some("new pod".to_owned())
+            // A pod started after the breach began is a reaction to it (an HPA
+            // scale-out, a replacement), not why it began.
+            match (pod.created, breach_start) {
+                (Some(created), Some(began)) if created > began => {
+                    evidence.push(Evidence::text(
+                        &pod.name,
+                        format!(
+                            "started {} after the breach began: a reaction (scale-out or replacement), not its cause",
+                            human_duration(created - began)
+                        ),
+                    ));
+                    None
+                }
+                _ => Some("new pod".to_owned()),
+            }
         } else {
             None
         };
@@ -656,7 +671,7 @@ fn restarts(
         (
             Verdict::Refuted,
             format!(
-                "None of the {} pods restarted, crash-looped or started inside the breach window.",
+                "None of the {} pods restarted or crash-looped around the breach, and none was new when it began.",
                 workload.pods.len()
             ),
             Some("restarts: none".to_owned()),

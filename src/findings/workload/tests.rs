@@ -393,12 +393,27 @@ fn restarts_long_before_the_breach_are_ruled_out_and_a_new_pod_is_warming_up() {
         finding(&findings, FindingId::PodRestarts).verdict,
         Verdict::Refuted
     );
-    pods[3].created = Some(now() - Duration::minutes(5));
-    let w = workload(pods, None, 3000);
+    // The breach (series) began 10 minutes ago: a pod started 12 minutes ago was warming up.
+    pods[3].created = Some(now() - Duration::minutes(12));
+    let w = workload(pods.clone(), None, 3000);
     let (findings, _) = decide(&w, Some(&s), &periods, &sustained, now());
     let restarts = finding(&findings, FindingId::PodRestarts);
     assert_eq!(restarts.verdict, Verdict::Supported, "{}", restarts.summary);
     assert!(restarts.summary.contains("new pods warm up"));
+    // One started 5 minutes ago, after the breach began, is the HPA's reaction, not a cause.
+    pods[3].created = Some(now() - Duration::minutes(5));
+    let w = workload(pods, None, 3000);
+    let (findings, _) = decide(&w, Some(&s), &periods, &sustained, now());
+    let restarts = finding(&findings, FindingId::PodRestarts);
+    assert_eq!(restarts.verdict, Verdict::Refuted, "{}", restarts.summary);
+    assert!(
+        restarts
+            .evidence
+            .iter()
+            .any(|e| e.display_value().contains("a reaction")),
+        "{:?}",
+        restarts.evidence
+    );
 }
 
 /// One ALARM transition `since` ago, after a day of OK.
