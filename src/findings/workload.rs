@@ -527,6 +527,94 @@ fn decide_imbalance(
     }
 }
 
+/// The restarts verdict from what each pod went through: `turnover` (failed
+/// or new around the breach), restarts older than the window, and restarts
+/// whose time the status does not give, out of `pods` pods.
+fn restart_verdict(
+    pods: usize,
+    turnover: &[PodTurnover],
+    old_restarts: u32,
+    undated_restarts: u32,
+) -> Decision {
+    let failed: Vec<&PodTurnover> = turnover.iter().filter(|t| t.reason != "new pod").collect();
+    let new: Vec<&PodTurnover> = turnover.iter().filter(|t| t.reason == "new pod").collect();
+    let describe = |list: &[&PodTurnover]| {
+        list.iter()
+            .map(|t| {
+                if t.reason == "new pod" {
+                    t.pod.clone()
+                } else {
+                    format!("{} {}", t.pod, t.reason)
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if pods == 0 {
+        (
+            Verdict::Inconclusive,
+            "No pods to inspect.".to_owned(),
+            None,
+        )
+    } else if !failed.is_empty() {
+        (
+            Verdict::Supported,
+            format!(
+                "{} restarted or failing around the breach ({}): a restarted pod starts cold (empty caches, JIT, connection pools) and serves slowly at first.",
+                crate::classify::plural(failed.len() as u32, "pod"),
+                describe(&failed)
+            ),
+            Some(format!("{} (restarted, cold)", describe(&failed))),
+        )
+    } else if !new.is_empty() && new.len() == pods {
+        (
+            Verdict::Refuted,
+            format!(
+                "Every one of the {} pods started inside the breach window, together (a rollout or a restart of the whole Deployment): no pod restarted on its own; the deploy finding weighs the rollout.",
+                pods
+            ),
+            Some("restarts: none (the whole fleet started together)".to_owned()),
+        )
+    } else if !new.is_empty() && new.len() < pods {
+        (
+            Verdict::Supported,
+            format!(
+                "{} started inside the breach window ({}): new pods warm up before they serve at full speed.",
+                crate::classify::plural(new.len() as u32, "pod"),
+                describe(&new)
+            ),
+            Some(format!("{} new pod(s) warming up", new.len())),
+        )
+    } else if undated_restarts > 0 {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "{} restarted, but the pods' status does not say when: the restarts may or may not fall in the breach window.",
+                crate::classify::plural(undated_restarts, "pod")
+            ),
+            None,
+        )
+    } else if old_restarts > 0 {
+        (
+            Verdict::Refuted,
+            format!(
+                "{} restarted, but before the breach window: not why the alarm fired now.",
+                crate::classify::plural(old_restarts, "pod")
+            ),
+            Some("restarts: none in the breach window".to_owned()),
+        )
+    } else {
+        (
+            Verdict::Refuted,
+            format!(
+                "None of the {} pods restarted or crash-looped around the breach, and none was new when it began.",
+                pods
+            ),
+            Some("restarts: none".to_owned()),
+        )
+    }
+}
+
 /// Pods restarted, crash-looping, or started inside the breach window:
 /// a cold or failing pod serves slowly, and an OOMKill says why.
 fn restarts(
@@ -600,83 +688,12 @@ fn restarts(
             format!("since {}", start.format("%Y-%m-%d %H:%M UTC")),
         ));
     }
-    let failed: Vec<&PodTurnover> = turnover.iter().filter(|t| t.reason != "new pod").collect();
-    let new: Vec<&PodTurnover> = turnover.iter().filter(|t| t.reason == "new pod").collect();
-    let describe = |list: &[&PodTurnover]| {
-        list.iter()
-            .map(|t| {
-                if t.reason == "new pod" {
-                    t.pod.clone()
-                } else {
-                    format!("{} {}", t.pod, t.reason)
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    let (verdict, summary, cause) = if workload.pods.is_empty() {
-        (
-            Verdict::Inconclusive,
-            "No pods to inspect.".to_owned(),
-            None,
-        )
-    } else if !failed.is_empty() {
-        (
-            Verdict::Supported,
-            format!(
-                "{} restarted or failing around the breach ({}): a restarted pod starts cold (empty caches, JIT, connection pools) and serves slowly at first.",
-                crate::classify::plural(failed.len() as u32, "pod"),
-                describe(&failed)
-            ),
-            Some(format!("{} (restarted, cold)", describe(&failed))),
-        )
-    } else if !new.is_empty() && new.len() == workload.pods.len() {
-        (
-            Verdict::Refuted,
-            format!(
-                "Every one of the {} pods started inside the breach window, together (a rollout or a restart of the whole Deployment): no pod restarted on its own; the deploy finding weighs the rollout.",
-                workload.pods.len()
-            ),
-            Some("restarts: none (the whole fleet started together)".to_owned()),
-        )
-    } else if !new.is_empty() && new.len() < workload.pods.len() {
-        (
-            Verdict::Supported,
-            format!(
-                "{} started inside the breach window ({}): new pods warm up before they serve at full speed.",
-                crate::classify::plural(new.len() as u32, "pod"),
-                describe(&new)
-            ),
-            Some(format!("{} new pod(s) warming up", new.len())),
-        )
-    } else if undated_restarts > 0 {
-        (
-            Verdict::Inconclusive,
-            format!(
-                "{} restarted, but the pods' status does not say when: the restarts may or may not fall in the breach window.",
-                crate::classify::plural(undated_restarts, "pod")
-            ),
-            None,
-        )
-    } else if old_restarts > 0 {
-        (
-            Verdict::Refuted,
-            format!(
-                "{} restarted, but before the breach window: not why the alarm fired now.",
-                crate::classify::plural(old_restarts, "pod")
-            ),
-            Some("restarts: none in the breach window".to_owned()),
-        )
-    } else {
-        (
-            Verdict::Refuted,
-            format!(
-                "None of the {} pods restarted or crash-looped around the breach, and none was new when it began.",
-                workload.pods.len()
-            ),
-            Some("restarts: none".to_owned()),
-        )
-    };
+    let (verdict, summary, cause) = restart_verdict(
+        workload.pods.len(),
+        &turnover,
+        old_restarts,
+        undated_restarts,
+    );
     Finding {
         evidence,
         facts: Facts::Restarts(RestartFacts { pods: turnover }),

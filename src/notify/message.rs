@@ -61,34 +61,27 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
         }
     }
     // The plain-text report is laid out in columns: a code block keeps them
-    // aligned. The mention stays outside, where it notifies.
+    // aligned. The mention stays outside, where it notifies. Rendered once:
+    // the details reply falls back to the same report.
     let report = escape_multiline(&text::render(d)).replace("```", "'''");
     let room = MAX_PLAIN_TEXT - 8 - mention.as_ref().map_or(0, |m| m.len() + 1);
-    let report = truncate(&report, room);
     let fallback_text = match &mention {
-        Some(m) => format!("{m}\n```{report}```"),
-        None => format!("```{report}```"),
+        Some(m) => format!("{m}\n```{}```", truncate(&report, room)),
+        None => format!("```{}```", truncate(&report, room)),
     };
     let mut fallback = json!({ "text": fallback_text });
+    let channel = placement
+        .web_api
+        .then(|| placement.thread_channel.unwrap_or(&route.channel));
     for body in [&mut payload, &mut fallback] {
-        body["unfurl_links"] = json!(false);
-        body["unfurl_media"] = json!(false);
-        if placement.web_api {
-            body["channel"] = json!(placement.thread_channel.unwrap_or(&route.channel));
-        }
-        if let Some(ts) = placement.thread_ts {
-            body["thread_ts"] = json!(ts);
-        }
+        place(body, channel, placement.thread_ts);
     }
-    let details = placement.web_api.then(|| {
+    let details = channel.map(|channel| {
         let mut details = crate::render::slack::details(d);
-        let text = escape_multiline(&text::render(d)).replace("```", "'''");
         let mut fallback =
-            json!({ "text": format!("```{}```", truncate(&text, MAX_PLAIN_TEXT - 8)) });
+            json!({ "text": format!("```{}```", truncate(&report, MAX_PLAIN_TEXT - 8)) });
         for body in [&mut details, &mut fallback] {
-            body["unfurl_links"] = json!(false);
-            body["unfurl_media"] = json!(false);
-            body["channel"] = json!(placement.thread_channel.unwrap_or(&route.channel));
+            place(body, Some(channel), None);
         }
         Box::new(SlackMessage {
             channel: route.channel.clone(),
@@ -105,6 +98,18 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
     }
 }
 
+/// No link previews; the channel (Web API) and the thread, when there are.
+fn place(body: &mut Value, channel: Option<&str>, thread_ts: Option<&str>) {
+    body["unfurl_links"] = json!(false);
+    body["unfurl_media"] = json!(false);
+    if let Some(channel) = channel {
+        body["channel"] = json!(channel);
+    }
+    if let Some(ts) = thread_ts {
+        body["thread_ts"] = json!(ts);
+    }
+}
+
 /// The details reply, placed in the thread the first message started (or
 /// joined) in the channel Slack answered with.
 pub fn in_thread(
@@ -114,10 +119,7 @@ pub fn in_thread(
 ) -> SlackMessage {
     let mut placed = details.clone();
     for body in [&mut placed.payload, &mut placed.fallback] {
-        if let Some(id) = channel_id {
-            body["channel"] = json!(id);
-        }
-        body["thread_ts"] = json!(thread_ts);
+        place(body, channel_id, Some(thread_ts));
     }
     placed
 }

@@ -79,6 +79,15 @@ fn shape(statistic: &str, threshold: f64) -> AlarmShape<'_> {
     }
 }
 
+/// The names of the groups the breakdown named as culprits.
+fn culprits(a: &AlbAnalysis) -> Vec<&str> {
+    a.summaries
+        .iter()
+        .filter(|s| s.culprit)
+        .map(|s| s.name.as_str())
+        .collect()
+}
+
 fn verdict(a: &AlbAnalysis, id: &str) -> Verdict {
     a.findings
         .iter()
@@ -113,13 +122,7 @@ fn one_slow_group_among_six_clears_the_shared_alb_and_is_named() {
     }
     let a = analyse(&alb(groups), &breach(), shape("Average", 0.8));
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Refuted);
-    let culprits: Vec<&str> = a
-        .summaries
-        .iter()
-        .filter(|s| s.culprit)
-        .map(|s| s.name.as_str())
-        .collect();
-    assert_eq!(culprits, vec!["k8s-shop-checkout-8a1f2c3d4e"]);
+    assert_eq!(culprits(&a), ["k8s-shop-checkout-8a1f2c3d4e"]);
     assert_eq!(
         a.summaries[0]
             .kubernetes_service
@@ -236,11 +239,5 @@ fn an_alarm_on_one_group_names_that_group_even_when_another_is_slower() {
             ..shape("Average", 0.8)
         },
     );
-    let culprits: Vec<&str> = a
-        .summaries
-        .iter()
-        .filter(|s| s.culprit)
-        .map(|s| s.name.as_str())
-        .collect();
-    assert_eq!(culprits, ["watched"]);
+    assert_eq!(culprits(&a), ["watched"]);
 }
