@@ -9,9 +9,18 @@ with the real API paths and JSON shapes, enough for kube-rs clients:
 - apps/v1 deployments and replicasets, autoscaling/v2 and v1 HPAs (a v2 HPA
   is also served as v1, as the API server converts between versions);
 - metrics.k8s.io/v1beta1 PodMetrics and elbv2.k8s.aws/v1beta1 TargetGroupBindings;
+- Karpenter's custom resources, all cluster-scoped: karpenter.sh/v1 NodePools and
+  NodeClaims, karpenter.k8s.aws/v1 EC2NodeClasses. As with a Helm install, the
+  three come together: a world with any of them serves all three (an empty
+  list where it has none); a world with none answers 404 for both groups, as
+  a cluster without Karpenter's CRDs does;
 - the service proxy (/api/v1/namespaces/NS/services/NAME:PORT/proxy/...)
   forwarding to the world's Prometheus, as an API server would;
 - discovery documents (/api, /apis, /api/v1, /apis/GROUP/VERSION).
+
+A group that is neither built in (core, apps, autoscaling, metrics.k8s.io,
+elbv2.k8s.aws, ...) nor in the manifests is answered 404, discovery included;
+so is a cluster-scoped resource asked for under /namespaces/NS/.
 
 Authentication is checked as an EKS cluster does: a bearer token in the
 `k8s-aws-v1.<base64url>` format, else 401. A world can make it answer 401 to
@@ -71,6 +80,25 @@ KINDS = {
     "NodeMetrics": ("nodes", False),
     "TargetGroupBinding": ("targetgroupbindings", True),
     "ConfigMap": ("configmaps", True),
+    "NodePool": ("nodepools", False),
+    "NodeClaim": ("nodeclaims", False),
+    "EC2NodeClass": ("ec2nodeclasses", False),
+}
+
+# Custom resource groups installed together (one Helm chart): group -> (version, kinds).
+KARPENTER = {
+    "karpenter.sh": ("v1", ("NodePool", "NodeClaim")),
+    "karpenter.k8s.aws": ("v1", ("EC2NodeClass",)),
+}
+
+# Groups every cluster of these worlds serves, even with nothing of theirs in
+# the manifests (an empty list, not a 404): Kubernetes' own, metrics-server's
+# and the AWS Load Balancer Controller's.
+BUILT_IN_GROUPS = {
+    "", "apps", "autoscaling", "batch", "policy", "discovery.k8s.io", "events.k8s.io", "networking.k8s.io",
+    "rbac.authorization.k8s.io", "storage.k8s.io", "coordination.k8s.io", "scheduling.k8s.io", "node.k8s.io",
+    "apiextensions.k8s.io", "admissionregistration.k8s.io", "apiregistration.k8s.io", "certificates.k8s.io",
+    "flowcontrol.apiserver.k8s.io", "metrics.k8s.io", "elbv2.k8s.aws",
 }
 
 
@@ -93,6 +121,9 @@ class Store:
                     continue
                 for item in document.get("items", [document]) if document.get("kind", "").endswith("List") else [document]:
                     self._add(item, f"{path.name} document {index + 1}")
+        if any(group in self.versions for group in KARPENTER):
+            for group, (version, _) in KARPENTER.items():
+                self.versions.setdefault(group, set()).add(version)
 
     def _add(self, obj: dict[str, Any], where: str) -> None:
         for field in ("apiVersion", "kind", "metadata"):
@@ -112,6 +143,18 @@ class Store:
         self.versions.setdefault(group, set()).add(version)
         if group == "autoscaling":
             self.versions[group].update({"v1", "v2"})
+
+    def serves(self, group: str, version: str) -> bool:
+        """Whether the API server knows the group/version: built in, or installed
+        (a custom resource is served only at the versions its manifests use)."""
+        return group in BUILT_IN_GROUPS or version in self.versions.get(group, ())
+
+    def resources(self, group: str) -> list[str]:
+        """The resources a group/version discovery document lists."""
+        listed = [r for (g, r) in self.objects if g == group]
+        if group in KARPENTER:
+            listed += [KINDS[kind][0] for kind in KARPENTER[group][1] if KINDS[kind][0] not in listed]
+        return listed
 
     def find(self, group: str, resource: str, namespace: str | None) -> list[dict[str, Any]]:
         found = self.objects.get((group, resource), [])
@@ -349,10 +392,13 @@ class Handler(BaseHTTPRequestHandler):
             self._send(404, status(404, "NotFound", "the server could not find the requested resource"))
             return
         version, rest = rest[0], rest[1:]
+        if not store.serves(group, version):
+            self._send(404, status(404, "NotFound", "the server could not find the requested resource"))
+            return
         if not rest:
             resources = [
                 {"name": r, "namespaced": KINDS.get(next((k for k, v in KINDS.items() if v[0] == r), ""), ("", True))[1], "kind": next((k for k, v in KINDS.items() if v[0] == r), r), "verbs": ["get", "list"]}
-                for (g, r) in store.objects if g == group
+                for r in store.resources(group)
             ]
             self._send(200, {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": f"{group}/{version}" if group else version, "resources": resources})
             return
@@ -361,6 +407,10 @@ class Handler(BaseHTTPRequestHandler):
         if rest[0] == "namespaces" and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
         resource, name, sub = rest[0], (rest[1] if len(rest) > 1 else None), rest[2:]
+        cluster_scoped = any(r == resource and not namespaced for r, namespaced in KINDS.values())
+        if namespace is not None and cluster_scoped:
+            self._send(404, status(404, "NotFound", "the server could not find the requested resource"))
+            return
 
         if group == "" and resource == "services" and sub[:1] == ["proxy"] and namespace and name:
             self._proxy(namespace, name, "/" + "/".join(sub[1:]), url.query)
@@ -378,7 +428,7 @@ class Handler(BaseHTTPRequestHandler):
             objects = [o for o in objects if label_matches(o["metadata"].get("labels", {}) or {}, query["labelSelector"])]
         if "fieldSelector" in query:
             objects = [o for o in objects if field_matches(o, query["fieldSelector"])]
-        kind = next((k for k, v in KINDS.items() if v[0] == resource and (group != "metrics.k8s.io") == (not k.endswith("Metrics"))), "List")
+        kind = next((k for k, v in KINDS.items() if v[0] == resource and (group != "metrics.k8s.io") == (not k.endswith("Metrics"))), "")
         api_version = f"{group}/{version}" if group else version
         self._send(200, {"kind": f"{kind}List", "apiVersion": api_version, "metadata": {"resourceVersion": "1"}, "items": objects})
 
