@@ -467,7 +467,9 @@ pub fn human_duration(d: Duration) -> String {
     match s {
         0..=89 => format!("{s} s"),
         90..=5399 => format!("{} min", (s + 30) / 60),
-        _ => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+        5400..=172_799 => format!("{} h {:02} min", s / 3600, (s % 3600) / 60),
+        // Past two days the minutes are noise: days and hours.
+        _ => format!("{} d {} h", s / 86_400, (s % 86_400) / 3600),
     }
 }
 
@@ -477,6 +479,15 @@ mod tests {
     use crate::history::StateChange;
     use chrono::TimeZone;
     use proptest::prelude::*;
+
+    #[test]
+    fn durations_read_in_the_unit_people_use() {
+        assert_eq!(human_duration(Duration::seconds(45)), "45 s");
+        assert_eq!(human_duration(Duration::minutes(15)), "15 min");
+        assert_eq!(human_duration(Duration::minutes(125)), "2 h 05 min");
+        assert_eq!(human_duration(Duration::hours(216)), "9 d 0 h");
+        assert_eq!(human_duration(Duration::hours(52)), "2 d 4 h");
+    }
 
     const INCIDENT: AlarmTiming = AlarmTiming {
         period_seconds: 60,

@@ -11,7 +11,9 @@ use super::warm_cache::{SHARED_LOOKUP_TTL, WarmCache};
 use super::{sdk_failure, service_error_code};
 use crate::error::Result;
 use crate::evidence::model::load_balancer_name;
-use crate::evidence::model::{LoadBalancer, Tags, TargetGroup, TargetHealth, TargetType};
+use crate::evidence::model::{
+    HealthCheck, LoadBalancer, Tags, TargetGroup, TargetHealth, TargetType,
+};
 use crate::evidence::{LoadBalancerSource, source};
 
 /// DescribeTags takes at most 20 resources a call.
@@ -118,6 +120,14 @@ impl LoadBalancerSource for Elbv2Source {
                     ),
                     port: tg.port(),
                     protocol: tg.protocol().map(|p| p.as_str().to_owned()),
+                    health_check: Some(HealthCheck {
+                        path: tg.health_check_path().map(str::to_owned),
+                        interval_seconds: tg.health_check_interval_seconds(),
+                        timeout_seconds: tg.health_check_timeout_seconds(),
+                        healthy_threshold: tg.healthy_threshold_count(),
+                        unhealthy_threshold: tg.unhealthy_threshold_count(),
+                        matcher: tg.matcher().and_then(|m| m.http_code()).map(str::to_owned),
+                    }),
                 });
             }
         }

@@ -2,6 +2,7 @@
 //! One per technology, each built once per cold start.
 
 pub mod cloudwatch;
+pub mod container_insights;
 pub mod dynamodb;
 pub mod eks;
 pub mod elbv2;
@@ -136,6 +137,8 @@ pub struct AwsSources {
     pub cloudwatch: cloudwatch::CloudWatchSource,
     pub elbv2: elbv2::Elbv2Source,
     pub kubernetes: kubernetes::KubeSource,
+    /// Where pod series come from when no Prometheus is configured.
+    pub container_insights: container_insights::ContainerInsightsSource,
 }
 
 impl AwsSources {
@@ -155,8 +158,12 @@ impl AwsSources {
                     .as_deref()
                     .and_then(kubernetes::PrometheusAccess::service)
             });
+        let cloudwatch = cloudwatch::CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(config));
         AwsSources {
-            cloudwatch: cloudwatch::CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(config)),
+            container_insights: container_insights::ContainerInsightsSource::new(
+                cloudwatch.clone(),
+            ),
+            cloudwatch,
             elbv2: elbv2::Elbv2Source::new(aws_sdk_elasticloadbalancingv2::Client::new(config)),
             kubernetes: kubernetes::KubeSource::new(
                 kubernetes::ClusterAccess {
@@ -315,9 +322,29 @@ mod delegation {
             end: DateTime<Utc>,
             step_seconds: u32,
         ) -> Result<PodSeries> {
-            self.kubernetes
-                .pod_series(pods, start, end, step_seconds)
-                .await
+            // Prometheus when configured; else Container Insights in the cluster the walk read.
+            match (
+                &self.kubernetes.prometheus,
+                self.kubernetes.cluster_of(pods),
+            ) {
+                (None, Some(cluster)) => {
+                    self.container_insights
+                        .pod_series(
+                            &cluster,
+                            &pods.namespace,
+                            &pods.pods,
+                            start,
+                            end,
+                            step_seconds,
+                        )
+                        .await
+                }
+                _ => {
+                    self.kubernetes
+                        .pod_series(pods, start, end, step_seconds)
+                        .await
+                }
+            }
         }
     }
 }

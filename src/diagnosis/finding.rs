@@ -29,12 +29,17 @@ pub enum FindingId {
     PendingPods,
     PodRestarts,
     DownstreamWait,
+    TargetErrors,
+    LoadBalancerErrors,
+    HealthCheckTimeout,
+    ProbeFailures,
+    NodesBlocked,
     Unrecognised(String),
 }
 
 impl FindingId {
     /// Every id this version produces, in no particular order.
-    pub const KNOWN: [FindingId; 15] = [
+    pub const KNOWN: [FindingId; 20] = [
         FindingId::AlarmFlapping,
         FindingId::LowTrafficArtifact,
         FindingId::LatencyOutliers,
@@ -50,6 +55,11 @@ impl FindingId {
         FindingId::PendingPods,
         FindingId::PodRestarts,
         FindingId::DownstreamWait,
+        FindingId::TargetErrors,
+        FindingId::LoadBalancerErrors,
+        FindingId::HealthCheckTimeout,
+        FindingId::ProbeFailures,
+        FindingId::NodesBlocked,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -69,6 +79,11 @@ impl FindingId {
             FindingId::PendingPods => "capacity.pending_pods",
             FindingId::PodRestarts => "pods.restarts",
             FindingId::DownstreamWait => "dependency.waiting",
+            FindingId::TargetErrors => "errors.target_side",
+            FindingId::LoadBalancerErrors => "errors.load_balancer_side",
+            FindingId::HealthCheckTimeout => "targets.health_check_timeout",
+            FindingId::ProbeFailures => "pods.probe_failures",
+            FindingId::NodesBlocked => "capacity.nodes_blocked",
             FindingId::Unrecognised(id) => id,
         }
     }

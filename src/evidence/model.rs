@@ -124,6 +124,30 @@ pub struct TargetGroup {
     pub target_type: TargetType,
     pub port: Option<i32>,
     pub protocol: Option<String>,
+    /// How the load balancer probes the targets; `None` when not reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub health_check: Option<HealthCheck>,
+}
+
+/// A target group's health check: a target answering slower than `timeout`
+/// `unhealthy_threshold` times in a row is taken out of rotation.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct HealthCheck {
+    pub path: Option<String>,
+    pub interval_seconds: Option<i32>,
+    pub timeout_seconds: Option<i32>,
+    pub healthy_threshold: Option<i32>,
+    pub unhealthy_threshold: Option<i32>,
+    /// HTTP codes that count as healthy (`200-399`).
+    pub matcher: Option<String>,
+}
+
+impl HealthCheck {
+    /// How long a target that stops answering in time stays in rotation:
+    /// `unhealthy_threshold` failed checks, `interval` apart.
+    pub fn seconds_to_fail(&self) -> Option<i32> {
+        Some(self.interval_seconds? * self.unhealthy_threshold?)
+    }
 }
 
 /// One target's health as the load balancer sees it.

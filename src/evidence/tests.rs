@@ -23,6 +23,7 @@ pub(crate) fn groups() -> Vec<TargetGroup> {
             target_type: TargetType::Instance,
             port: Some(80),
             protocol: None,
+            health_check: None,
         })
         .collect()
 }

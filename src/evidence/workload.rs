@@ -186,6 +186,80 @@ pub struct NodeCapacity {
     pub requested_cpu: f64,
 }
 
+/// Whether the cluster can add nodes for pending pods: Karpenter's NodePools
+/// and NodeClaims, or the Cluster Autoscaler's node groups. Read only when
+/// pods are pending; empty parts mean that autoscaler is not installed.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct NodeProvisioning {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub node_pools: Vec<NodePoolState>,
+    /// NodeClaims with a condition that is not True (not launched, not registered).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing_claims: Vec<NodeClaimState>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub autoscaler_groups: Vec<AutoscalerGroup>,
+    /// Parts that could not be read (`nodepools: 403 Forbidden`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<String>,
+}
+
+/// A Karpenter NodePool: what it may provision (`spec.limits`) against what
+/// its nodes already hold (`status.resources`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodePoolState {
+    pub name: String,
+    /// Cores.
+    pub cpu_limit: Option<f64>,
+    pub cpu_used: Option<f64>,
+    /// Bytes.
+    pub memory_limit: Option<f64>,
+    pub memory_used: Option<f64>,
+}
+
+impl NodePoolState {
+    /// The resources at or over their limit: the pool will launch nothing more.
+    pub fn exhausted(&self) -> Vec<&'static str> {
+        let at = |limit: Option<f64>, used: Option<f64>| match (limit, used) {
+            (Some(limit), Some(used)) => used >= limit,
+            _ => false,
+        };
+        let mut out = Vec::new();
+        if at(self.cpu_limit, self.cpu_used) {
+            out.push("cpu");
+        }
+        if at(self.memory_limit, self.memory_used) {
+            out.push("memory");
+        }
+        out
+    }
+}
+
+/// A NodeClaim that did not become a node, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeClaimState {
+    pub name: String,
+    pub node_pool: Option<String>,
+    /// The first condition that is not True (`Launched`, `Registered`, `Initialized`).
+    pub condition: String,
+    pub reason: Option<String>,
+    pub message: Option<String>,
+}
+
+/// One Cluster Autoscaler node group, from its status ConfigMap.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AutoscalerGroup {
+    pub name: String,
+    /// The size the autoscaler asked the cloud provider for.
+    pub target: Option<u32>,
+    pub max_size: Option<u32>,
+}
+
+impl AutoscalerGroup {
+    pub fn at_max(&self) -> bool {
+        matches!((self.target, self.max_size), (Some(t), Some(m)) if t >= m)
+    }
+}
+
 /// Everything read from the cluster about the workload behind a target group.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Workload {
@@ -197,6 +271,9 @@ pub struct Workload {
     pub hpa: Option<HpaInfo>,
     pub snapshot: Option<Vec<PodUsage>>,
     pub nodes: Vec<NodeCapacity>,
+    /// Read when pods are pending: can the cluster add nodes?
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provisioning: Option<NodeProvisioning>,
     /// Parts that could not be read (e.g. PodMetrics forbidden), with the reason.
     pub partial: Vec<(String, String)>,
 }

@@ -40,6 +40,8 @@ fn service_of(group: &GroupEvidence) -> Option<ServiceRef> {
 /// What the breakdown needs to know of the alarm.
 #[derive(Debug, Clone, Copy)]
 pub struct AlarmShape<'a> {
+    /// The alarm's metric name (`TargetResponseTime`, `HTTPCode_Target_5XX_Count`).
+    pub metric: &'a str,
     pub statistic: &'a str,
     pub threshold: f64,
     pub comparison: &'a str,
@@ -53,6 +55,7 @@ pub struct AlarmShape<'a> {
 
 pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_>) -> AlbAnalysis {
     let AlarmShape {
+        metric,
         statistic,
         threshold,
         comparison,
@@ -61,19 +64,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         watched_group,
     } = shape;
     let per_minute = 60.0 / f64::from(period_seconds.max(1));
-    let periods: Vec<DateTime<Utc>> = if breach.is_empty() {
-        let mut recent: Vec<DateTime<Utc>> = alb
-            .groups
-            .iter()
-            .flat_map(|g| g.metric.points.iter().map(|(t, _)| *t))
-            .collect();
-        recent.sort();
-        recent.dedup();
-        let keep = (1800 / period_seconds.max(1)) as usize;
-        recent.split_off(recent.len().saturating_sub(keep.max(1)))
-    } else {
-        breach.to_vec()
-    };
+    let periods = periods_considered(alb, breach, period_seconds);
 
     // Each group's weight in the breach.
     let weights: Vec<f64> = alb
@@ -159,7 +150,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
     // A culprit's chart shows a second statistic beside the alarm's: the tail
     // (p99) for an Average alarm, the median for a percentile one.
     for (summary, g) in summaries.iter_mut().zip(&alb.groups) {
-        if summary.culprit {
+        if summary.culprit && metric == "TargetResponseTime" {
             let (name, second) = if statistic == "p99" {
                 ("p50", &g.p50)
             } else {
@@ -180,6 +171,27 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         summaries,
         findings,
     }
+}
+
+/// The periods the load balancer findings look at: the breaching ones, or
+/// when there are none the last 30 minutes of the groups' data.
+pub(crate) fn periods_considered(
+    alb: &AlbEvidence,
+    breach: &[DateTime<Utc>],
+    period_seconds: u32,
+) -> Vec<DateTime<Utc>> {
+    if !breach.is_empty() {
+        return breach.to_vec();
+    }
+    let mut recent: Vec<DateTime<Utc>> = alb
+        .groups
+        .iter()
+        .flat_map(|g| g.metric.points.iter().map(|(t, _)| *t))
+        .collect();
+    recent.sort();
+    recent.dedup();
+    let keep = (1800 / period_seconds.max(1)) as usize;
+    recent.split_off(recent.len().saturating_sub(keep.max(1)))
 }
 
 /// An alarm on one group (`watched`) names its culprit; otherwise the

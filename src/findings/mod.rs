@@ -3,7 +3,11 @@
 
 pub mod alarm;
 pub mod alb;
+pub mod capacity;
 pub mod dependency;
+pub mod errors;
+pub mod health_check;
+pub mod probes;
 pub mod roles;
 pub mod traffic;
 pub mod workload;
@@ -12,7 +16,7 @@ use chrono::{DateTime, Utc};
 
 use crate::classify::Classification;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
-use crate::diagnosis::{AlarmFacts, Finding};
+use crate::diagnosis::{AlarmFacts, Finding, Verdict};
 use crate::evidence::{AlbEvidence, GatheredEvidence, Statistics};
 use alb::AlbAnalysis;
 
@@ -71,6 +75,7 @@ pub fn breakdown(
         alb,
         &breaching_periods(alarm, statistics),
         alb::AlarmShape {
+            metric: alarm.metric_name.as_deref().unwrap_or_default(),
             statistic: alarm.statistic.as_deref().unwrap_or("Average"),
             threshold,
             comparison: comparison_of(alarm),
@@ -140,6 +145,30 @@ pub fn decide(
             (Some(_), Some(analysis)) => {
                 decided.findings.extend(analysis.findings.iter().cloned());
                 decided.target_groups = analysis.summaries.clone();
+                let periods = alb::periods_considered(
+                    alb_evidence,
+                    &breach,
+                    alarm.period_seconds.unwrap_or(60),
+                );
+                let error_alarm = alarm
+                    .metric_name
+                    .as_deref()
+                    .is_some_and(errors::is_error_alarm);
+                if error_alarm {
+                    decided.findings.extend(errors::split(
+                        alb_evidence,
+                        &analysis.summaries,
+                        &periods,
+                    ));
+                }
+                // Any alarm whose targets failed health checks gets the check
+                // weighed against the latency; others only hear of it for
+                // alarms about errors and health.
+                let check =
+                    health_check::timeout_under_load(alb_evidence, &analysis.summaries, &periods);
+                if error_alarm || check.verdict != Verdict::Refuted {
+                    decided.findings.push(check);
+                }
             }
             (Some(_), None) => {}
         }

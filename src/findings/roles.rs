@@ -14,19 +14,24 @@ pub fn causal_rank(id: &FindingId) -> u8 {
         FindingId::SharedLoadBalancerProblem => 0,
         FindingId::LowTrafficArtifact => 1,
         FindingId::RecentDeploy => 2,
-        FindingId::PodRestarts => 3,
-        FindingId::DownstreamWait => 4,
-        FindingId::PodImbalance => 5,
-        FindingId::WorkerCeiling => 6,
-        FindingId::CpuThrottling => 7,
-        FindingId::UnhealthyTargets => 8,
-        FindingId::HpaCannotReact => 9,
-        FindingId::PendingPods => 10,
-        FindingId::LeastOutstandingRequests => 11,
-        FindingId::ReadinessProbeMissing => 12,
-        FindingId::LatencyOutliers => 13,
-        FindingId::AlarmFlapping => 14,
-        FindingId::Unrecognised(_) => 15,
+        FindingId::TargetErrors => 3,
+        FindingId::PodRestarts => 4,
+        FindingId::DownstreamWait => 5,
+        FindingId::PodImbalance => 6,
+        FindingId::WorkerCeiling => 7,
+        FindingId::CpuThrottling => 8,
+        FindingId::HealthCheckTimeout => 9,
+        FindingId::ProbeFailures => 10,
+        FindingId::UnhealthyTargets => 11,
+        FindingId::LoadBalancerErrors => 12,
+        FindingId::HpaCannotReact => 13,
+        FindingId::PendingPods => 14,
+        FindingId::NodesBlocked => 15,
+        FindingId::LeastOutstandingRequests => 16,
+        FindingId::ReadinessProbeMissing => 17,
+        FindingId::LatencyOutliers => 18,
+        FindingId::AlarmFlapping => 19,
+        FindingId::Unrecognised(_) => 20,
     }
 }
 
@@ -56,7 +61,12 @@ fn role_of(finding: &Finding, saturated: bool) -> Role {
             | FindingId::WorkerCeiling
             | FindingId::CpuThrottling
             | FindingId::UnhealthyTargets
-            | FindingId::PendingPods => Role::Cause,
+            | FindingId::PendingPods
+            | FindingId::TargetErrors
+            | FindingId::LoadBalancerErrors
+            | FindingId::HealthCheckTimeout
+            | FindingId::ProbeFailures
+            | FindingId::NodesBlocked => Role::Cause,
             FindingId::HpaCannotReact if saturated => Role::Cause,
             FindingId::HpaCannotReact
             | FindingId::LeastOutstandingRequests

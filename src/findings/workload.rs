@@ -166,7 +166,7 @@ pub fn decide(
         .chain(classification.figures.episode_started_at)
         .min()
         .map(|t| crate::instants::earlier(t, RESTART_LEAD));
-    let findings = vec![
+    let mut findings = vec![
         imbalance(workload, series, used.as_ref(), now),
         restarts(workload, window_start, breach.first().copied(), now),
         ceiling(&running, &plateau, series.is_some()),
@@ -174,8 +174,12 @@ pub fn decide(
         hpa(workload, used.as_ref(), &running),
         deploy(workload, classification),
         readiness(workload),
+        super::probes::probe_failures(workload, window_start),
         pending(workload),
     ];
+    if workload.pods.iter().any(|p| p.phase == "Pending") {
+        findings.push(super::capacity::nodes_blocked(workload));
+    }
     (findings, summary)
 }
 
@@ -1076,6 +1080,31 @@ fn hpa_verdict(
             round(peak, 1),
             "% of request",
         ));
+    }
+    // The HPA asked for more pods, but they cannot be placed: it reacted, and
+    // its reaction is stuck on the cluster's capacity.
+    let pending = workload
+        .pods
+        .iter()
+        .filter(|p| p.phase == "Pending")
+        .count();
+    if pending > 0
+        && hpa
+            .desired_replicas
+            .is_some_and(|d| d > running.len() as i32)
+    {
+        return (
+            Verdict::Supported,
+            format!(
+                "It asks for {} replicas but only {} run: {pending} pod(s) it added are pending, so its scale-out does not reach the load.",
+                hpa.desired_replicas.unwrap_or_default(),
+                running.len()
+            ),
+            Some(format!(
+                "HPA's new pods pending ({pending} of {})",
+                hpa.desired_replicas.unwrap_or_default()
+            )),
+        );
     }
     if hpa.current_replicas.is_some_and(|c| c >= hpa.max_replicas) {
         return (

@@ -28,9 +28,10 @@ use crate::diagnosis::AlarmFacts;
 use crate::evidence::model::{self, EvidenceGap, LoadBalancer};
 use crate::evidence::workload::{PodSeries, TargetGroupBindings, Workload, WorkloadTarget};
 use crate::evidence::{
-    AlbEvidence, Budget, Collection, EvidenceSources, GatheredEvidence, GroupEvidence,
-    KubernetesSource, LoadBalancerSource, MetricSource, Plan, PlannedMetric, Statistics,
-    group_queries, plan, source, statistics_from, statistics_queries,
+    AlbEvidence, Budget, Collection, EvidenceSources, GROUP_QUERIES, GatheredEvidence,
+    GroupEvidence, KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricSource, Plan,
+    PlannedMetric, Statistics, group_queries, load_balancer_error_queries, plan, source,
+    statistics_from, statistics_queries,
 };
 use crate::findings::{self, Investigation, alb::AlbAnalysis};
 pub use ledger::Ledger;
@@ -245,6 +246,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
     let gone = AlbEvidence {
         load_balancer: None,
         groups: Vec::new(),
+        errors: LoadBalancerErrors::default(),
     };
     // The ARN is known from the alarm: ask for the target groups at once.
     // Without an alarm ARN, find the load balancer first.
@@ -272,7 +274,12 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
         dimension: dimension.to_owned(),
         scheme: None,
     };
-    let queries = group_queries(metric, &load_balancer.dimension, &groups);
+    // One GetMetricData call: every group's series, then the load balancer's 5xx.
+    let mut queries = group_queries(metric, &load_balancer.dimension, &groups);
+    queries.extend(load_balancer_error_queries(
+        &load_balancer.dimension,
+        metric.period_seconds,
+    ));
     let arns: Vec<String> = groups.iter().map(|g| g.arn.clone()).collect();
     let (series, tags, algorithms, health) = tokio::join!(
         ledger.run(
@@ -291,7 +298,11 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
                 .map(|g| ledger.run(source::TARGET_HEALTH, sources.target_health(&g.arn)))
         ),
     );
-    let mut series = series.unwrap_or_default().into_iter();
+    let mut series = series.unwrap_or_default();
+    let errors = LoadBalancerErrors::from_series(
+        series.split_off(series.len().min(groups.len() * GROUP_QUERIES)),
+    );
+    let mut series = series.into_iter();
     let mut next = || series.next().unwrap_or_default();
     let groups = groups
         .into_iter()
@@ -315,6 +326,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
     Some(AlbEvidence {
         load_balancer: Some(load_balancer),
         groups,
+        errors,
     })
 }
 

@@ -237,6 +237,7 @@ fn world_with_a_culprit() -> StaticSources {
             hpa: None,
             snapshot: None,
             nodes: vec![],
+            provisioning: None,
             partial: vec![],
         }),
         pod_series: Some(PodSeries::default()),

@@ -6,6 +6,7 @@
 //! order people should read them.
 
 mod commands;
+mod errors_and_capacity;
 mod rules;
 #[cfg(test)]
 mod tests;
@@ -67,7 +68,7 @@ pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 /// The rules after the flapping and culprit steps, each with the finding it
 /// acts on. [`propose`] reads them causes first, in causal order, then
 /// context; rules about the alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 16] = [
+pub const RULES: [(Option<FindingId>, Rule); 21] = [
     (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
     (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
     (Some(FindingId::PodImbalance), rules::look_at_the_hot_pod),
@@ -102,6 +103,26 @@ pub const RULES: [(Option<FindingId>, Rule); 16] = [
     (
         Some(FindingId::SharedLoadBalancerProblem),
         rules::look_at_what_groups_share,
+    ),
+    (
+        Some(FindingId::TargetErrors),
+        errors_and_capacity::read_the_failing_requests,
+    ),
+    (
+        Some(FindingId::LoadBalancerErrors),
+        errors_and_capacity::find_what_the_load_balancer_rejects,
+    ),
+    (
+        Some(FindingId::HealthCheckTimeout),
+        errors_and_capacity::loosen_the_health_check,
+    ),
+    (
+        Some(FindingId::ProbeFailures),
+        errors_and_capacity::read_the_probe_failures,
+    ),
+    (
+        Some(FindingId::NodesBlocked),
+        errors_and_capacity::see_why_nodes_are_not_added,
     ),
     (None, rules::break_down_per_target_group),
     (None, rules::alarm_on_p99_per_target_group),

@@ -3,6 +3,7 @@
 //! the same access ([`crate::adapters::prometheus`]). Read-only: get and list only.
 
 pub(crate) mod connection;
+mod provisioning;
 mod workload;
 
 use std::path::PathBuf;
@@ -55,6 +56,13 @@ impl KubeSource {
             prometheus,
             connection: Default::default(),
         }
+    }
+
+    /// The EKS cluster the pods live in: the walk's, else the configured one.
+    pub fn cluster_of(&self, pods: &PodsListed) -> Option<String> {
+        pods.cluster
+            .clone()
+            .or_else(|| self.access.cluster_name.clone())
     }
 
     /// Prometheus, reached through the cluster the walk read when it is behind

@@ -17,9 +17,9 @@ use super::connection::{Cluster, gap};
 use crate::error::Result;
 use crate::evidence::service_map::{MappingSource, ServiceRef};
 use crate::evidence::workload::{
-    Condition, ContainerInfo, DeploymentInfo, HpaInfo, NodeCapacity, PodInfo, PodLifecycle,
-    PodUsage, PodWarning, PodsListed, PodsListedSender, TargetGroupBindings, Termination, Workload,
-    WorkloadTarget, bytes, cpu_cores,
+    Condition, ContainerInfo, DeploymentInfo, HpaInfo, NodeCapacity, NodeProvisioning, PodInfo,
+    PodLifecycle, PodUsage, PodWarning, PodsListed, PodsListedSender, TargetGroupBindings,
+    Termination, Workload, WorkloadTarget, bytes, cpu_cores,
 };
 
 /// Parts of the walk that could not be read, and why.
@@ -88,7 +88,7 @@ pub async fn walk(
     let deployment = deployment(cluster, &ns, sets, &pods, &mut partial).await;
     let hpa = hpa(cluster, &ns, hpas, deployment.as_ref(), &mut partial).await;
     let snapshot = snapshot(cluster, metrics, &mut partial);
-    let nodes = pending(cluster, &ns, &mut pods).await;
+    let (nodes, provisioning) = pending(cluster, &ns, &mut pods).await;
     Ok(Workload {
         cluster: cluster_name.or_else(|| target.cluster.clone()),
         service: service_ref,
@@ -98,6 +98,7 @@ pub async fn walk(
         hpa,
         snapshot,
         nodes,
+        provisioning,
         partial,
     })
 }
@@ -409,10 +410,15 @@ fn lifecycle_of(statuses: &[k8s_openapi::api::core::v1::ContainerStatus]) -> Pod
     }
 }
 
-/// Why pending pods do not schedule (their events), and what the nodes have left.
-async fn pending(cluster: &Cluster, ns: &str, pods: &mut [PodInfo]) -> Vec<NodeCapacity> {
+/// Why pending pods do not schedule (their events), what the nodes have
+/// left, and whether the cluster's autoscaler can add more.
+async fn pending(
+    cluster: &Cluster,
+    ns: &str,
+    pods: &mut [PodInfo],
+) -> (Vec<NodeCapacity>, Option<NodeProvisioning>) {
     if !pods.iter().any(|p| p.phase == "Pending") {
-        return Vec::new();
+        return (Vec::new(), None);
     }
     let events = Api::<Event>::namespaced(cluster.client.clone(), ns);
     for pod in pods.iter_mut().filter(|p| p.phase == "Pending") {
@@ -427,7 +433,11 @@ async fn pending(cluster: &Cluster, ns: &str, pods: &mut [PodInfo]) -> Vec<NodeC
                 .collect();
         }
     }
-    node_capacity(&cluster.client).await.unwrap_or_default()
+    let (nodes, provisioning) = tokio::join!(
+        node_capacity(&cluster.client),
+        super::provisioning::read(cluster)
+    );
+    (nodes.unwrap_or_default(), Some(provisioning))
 }
 
 fn time_of(

@@ -46,6 +46,7 @@ fn group(
             target_type: kind,
             port: Some(31892),
             protocol: Some("HTTP".into()),
+            health_check: None,
         },
         algorithm: Some("round_robin".into()),
         health: Some(health),
@@ -64,12 +65,14 @@ fn alb(groups: Vec<GroupEvidence>) -> AlbEvidence {
     AlbEvidence {
         load_balancer: None,
         groups,
+        errors: Default::default(),
     }
 }
 
 /// An alarm on the whole load balancer, per minute, in seconds.
 fn shape(statistic: &str, threshold: f64) -> AlarmShape<'_> {
     AlarmShape {
+        metric: "TargetResponseTime",
         statistic,
         threshold,
         comparison: "GreaterThanThreshold",

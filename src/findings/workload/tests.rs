@@ -76,6 +76,7 @@ fn workload(pods: Vec<PodInfo>, hpa: Option<HpaInfo>, rollout_minutes_ago: i64) 
             memory_bytes: 0.0,
         }]),
         nodes: vec![],
+        provisioning: None,
         partial: vec![],
     }
 }

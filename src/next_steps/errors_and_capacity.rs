@@ -1,0 +1,130 @@
+//! Proposals for the error, health-check, probe and node-capacity findings:
+//! where the 5xx come from, a health check stricter than the app under load,
+//! failing probes, and an autoscaler that cannot add nodes.
+
+use super::Context;
+use super::commands::{aws, kubectl, region_flag, shell_quote};
+use crate::diagnosis::{FindingId, NextStep};
+
+fn namespace_and_deployment<'a>(context: &Context<'a>) -> Option<(&'a str, &'a str)> {
+    let w = context.workload?;
+    Some((
+        &w.namespace,
+        w.deployment.as_deref().unwrap_or(w.service.as_str()),
+    ))
+}
+
+/// The application fails requests: its logs and the rollout say why.
+pub fn read_the_failing_requests(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::TargetErrors)?;
+    let mut commands = Vec::new();
+    if let Some((namespace, deployment)) = namespace_and_deployment(context) {
+        let ns = shell_quote(namespace);
+        let name = shell_quote(deployment);
+        commands.push(kubectl(format!(
+            "kubectl -n {ns} logs deployment/{name} --since=30m --all-containers | grep -iE ' 5[0-9]{{2}} |error|exception' | tail -50"
+        )));
+        commands.push(kubectl(format!(
+            "kubectl -n {ns} rollout history deployment {name}"
+        )));
+    }
+    if let Some(group) = context.culprits().next() {
+        commands.push(aws(format!(
+            "aws cloudwatch get-metric-statistics --namespace AWS/ApplicationELB --metric-name HTTPCode_Target_5XX_Count --dimensions Name=TargetGroup,Value={} --statistics Sum --period 60 --start-time $(date -u -d '-1 hour' +%FT%TZ) --end-time $(date -u +%FT%TZ){}",
+            shell_quote(group.arn.rsplit_once(':').map_or(group.arn.as_str(), |(_, tail)| tail)),
+            region_flag(context.alarm)
+        )));
+    }
+    Some(NextStep {
+        proposal: "Read what the application logs for the failing requests, and whether they began with a rollout".to_owned(),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("A rollback undoes a bad release quickly, but it is a decision for people: confirm that the errors began with the new revision first.".to_owned()),
+        commands,
+    })
+}
+
+/// The load balancer answers 5xx itself: the code says where to look.
+pub fn find_what_the_load_balancer_rejects(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::LoadBalancerErrors)?;
+    let region = region_flag(context.alarm);
+    let mut commands: Vec<_> = context
+        .target_groups
+        .iter()
+        .filter(|g| g.culprit || g.targets_healthy == Some(0))
+        .map(|g| {
+            aws(format!(
+                "aws elbv2 describe-target-health --target-group-arn {} --output table{region}",
+                shell_quote(&g.arn)
+            ))
+        })
+        .collect();
+    if let Some(lb) = context.alarm.dimension("LoadBalancer") {
+        commands.push(aws(format!(
+            "aws cloudwatch get-metric-statistics --namespace AWS/ApplicationELB --metric-name HTTPCode_ELB_5XX_Count --dimensions Name=LoadBalancer,Value={} --statistics Sum --period 60 --start-time $(date -u -d '-1 hour' +%FT%TZ) --end-time $(date -u +%FT%TZ){region}",
+            shell_quote(lb)
+        )));
+    }
+    Some(NextStep {
+        proposal: "Find out why the load balancer answers instead of the targets (503: no healthy target; 504: too slow for the idle timeout; 502: connections broken)".to_owned(),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("The access logs (if enabled) give each 5xx's target and error reason; raising the idle timeout only hides a 504 if the targets are slow.".to_owned()),
+        commands,
+    })
+}
+
+/// A health check stricter than the app under load drains healthy-but-busy targets.
+pub fn loosen_the_health_check(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::HealthCheckTimeout)?;
+    let group = context.culprits().next()?;
+    Some(NextStep {
+        proposal: format!(
+            "Give {}'s health check room: a timeout above the app's p99 under load, and a health path that does not queue behind real requests",
+            group.name
+        ),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("A looser check notices a dead target later (interval x unhealthy threshold); a health endpoint answered outside the busy worker pool keeps it strict without draining busy targets. The load itself (more pods or workers) is the lasting fix.".to_owned()),
+        commands: vec![aws(format!(
+            "aws elbv2 describe-target-groups --target-group-arns {} --query 'TargetGroups[].{{path:HealthCheckPath,interval:HealthCheckIntervalSeconds,timeout:HealthCheckTimeoutSeconds,unhealthy:UnhealthyThresholdCount}}' --output table{}",
+            shell_quote(&group.arn),
+            region_flag(context.alarm)
+        ))],
+    })
+}
+
+/// Probes failing under load take pods out of rotation or restart them.
+pub fn read_the_probe_failures(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::ProbeFailures)?;
+    let (namespace, deployment) = namespace_and_deployment(context)?;
+    let ns = shell_quote(namespace);
+    Some(NextStep {
+        proposal: format!(
+            "Compare {deployment}'s probe timeouts with its latency under load"
+        ),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("A probe timeout above the p99 under load stops busy pods being pulled; a liveness probe should only catch a hung process, never a slow one.".to_owned()),
+        commands: vec![
+            kubectl(format!(
+                "kubectl -n {ns} get events --field-selector reason=Unhealthy --sort-by=.lastTimestamp"
+            )),
+            kubectl(format!(
+                "kubectl -n {ns} get deployment {} -o jsonpath='{{range .spec.template.spec.containers[*]}}{{.name}}: readiness={{.readinessProbe}} liveness={{.livenessProbe}}{{\"\\n\"}}{{end}}'",
+                shell_quote(deployment)
+            )),
+        ],
+    })
+}
+
+/// The node autoscaler is at its limits or cannot launch.
+pub fn see_why_nodes_are_not_added(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::NodesBlocked)?;
+    Some(NextStep {
+        proposal: "Raise the capacity the autoscaler may provision (the NodePool's limits or the node group's maximum), or free it, so that the pending pods can be placed".to_owned(),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("Limits cap spend on purpose: raising them is a cost decision. Lowering other workloads' requests, or the HPA's maximum, frees room without new nodes.".to_owned()),
+        commands: vec![
+            kubectl("kubectl get nodepools.karpenter.sh -o custom-columns=NAME:.metadata.name,CPU_LIMIT:.spec.limits.cpu,CPU_USED:.status.resources.cpu,MEM_LIMIT:.spec.limits.memory,MEM_USED:.status.resources.memory".to_owned()),
+            kubectl("kubectl get nodeclaims.karpenter.sh -o wide".to_owned()),
+            kubectl("kubectl -n kube-system get configmap cluster-autoscaler-status -o jsonpath='{.data.status}'".to_owned()),
+        ],
+    })
+}
