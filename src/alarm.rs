@@ -293,13 +293,36 @@ impl AlarmNotification {
                 dimensions: trigger.dimensions.clone(),
             });
         }
-        let mut stats = trigger
+        self.primary_stat().map(|stat| stat.metric.clone())
+    }
+
+    /// The one metric a metric-math alarm is about: the only one it reads, or
+    /// the only one left once denominators are set aside (`100 * errors /
+    /// requests` is about the errors; `IF(requests >= 60, latency, 0)` about
+    /// the latency).
+    fn primary_stat(&self) -> Option<&MetricStat> {
+        let stats: Vec<&MetricStat> = self
+            .trigger
+            .as_ref()?
             .metrics
             .iter()
-            .filter_map(|q| q.metric_stat.as_ref());
-        match (stats.next(), stats.next()) {
-            (Some(only), None) => Some(only.metric.clone()),
-            _ => None,
+            .filter_map(|q| q.metric_stat.as_ref())
+            .collect();
+        let is_denominator = |s: &&&MetricStat| {
+            matches!(
+                s.metric.metric_name.as_deref(),
+                Some("RequestCount" | "RequestCountPerTarget")
+            )
+        };
+        match stats.as_slice() {
+            [only] => Some(only),
+            many => {
+                let mut numerators = many.iter().filter(|s| !is_denominator(s));
+                match (numerators.next(), numerators.next()) {
+                    (Some(one), None) => Some(one),
+                    _ => None,
+                }
+            }
         }
     }
 
@@ -312,14 +335,7 @@ impl AlarmNotification {
         if let Some(stat) = &trigger.statistic {
             return Some(normalise_statistic(stat));
         }
-        let mut stats = trigger
-            .metrics
-            .iter()
-            .filter_map(|q| q.metric_stat.as_ref()?.stat.clone());
-        match (stats.next(), stats.next()) {
-            (Some(only), None) => Some(only),
-            _ => None,
-        }
+        self.primary_stat().and_then(|stat| stat.stat.clone())
     }
 
     /// The expression that produces the alarm's value, for metric-math and anomaly alarms.
@@ -427,6 +443,22 @@ mod tests {
         assert_eq!(n.treat_missing_data(), Some("notBreaching"));
         n.trigger.as_mut().unwrap().treat_missing_data = Some("missing".into());
         assert_eq!(n.treat_missing_data(), Some("missing"));
+    }
+
+    #[test]
+    fn a_rate_over_request_count_is_about_its_numerator() {
+        let n: AlarmNotification = serde_json::from_str(
+            r#"{"AlarmName":"rate","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
+                "Trigger":{"Period":60,"EvaluationPeriods":3,"ComparisonOperator":"GreaterThanThreshold","Threshold":1.0,
+                "Metrics":[
+                  {"Id":"errors","ReturnData":false,"MetricStat":{"Metric":{"Namespace":"AWS/ApplicationELB","MetricName":"HTTPCode_Target_5XX_Count","Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]},"Period":60,"Stat":"Sum"}},
+                  {"Id":"requests","ReturnData":false,"MetricStat":{"Metric":{"Namespace":"AWS/ApplicationELB","MetricName":"RequestCount","Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]},"Period":60,"Stat":"Sum"}},
+                  {"Id":"rate","Expression":"100 * errors / requests","ReturnData":true}]}}"#,
+        )
+        .unwrap();
+        let metric = n.primary_metric().unwrap();
+        assert_eq!(metric.metric_name.as_deref(), Some("HTTPCode_Target_5XX_Count"));
+        assert_eq!(n.statistic().as_deref(), Some("Sum"));
     }
 
     #[test]

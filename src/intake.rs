@@ -4,9 +4,13 @@
 //! Accepted shapes:
 //! - a Lambda SNS event (`{"Records":[{"EventSource":"aws:sns","Sns":{...}}]}`),
 //! - an SNS HTTP delivery (`{"Type":"Notification","Message":"..."}`),
-//! - a bare CloudWatch alarm message (what people paste from an email).
+//! - a bare CloudWatch alarm message (what people paste from an email),
+//! - an EventBridge "CloudWatch Alarm State Change" event ([`eventbridge`]),
+//!   as a rule delivers it to Lambda or a person captured it.
 //!
 //! Everything else is rejected with an [`Error`] naming what it was.
+
+pub mod eventbridge;
 
 use aws_lambda_events::sns::SnsEvent;
 use serde_json::{Map, Value};
@@ -63,6 +67,23 @@ pub fn deliveries_from_value(value: Value) -> Result<Vec<Result<Delivery>>> {
     if object.contains_key("Records") {
         return lambda_event_deliveries(object);
     }
+    if eventbridge::is_event(&object) {
+        let event = Value::Object(object);
+        let message_id = event
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("(EventBridge event without id)")
+            .to_owned();
+        return Ok(vec![eventbridge::notification_from_event(&event).map(|alarm| {
+            Delivery {
+                message_id,
+                topic_arn: None,
+                subject: None,
+                // The SNS message form, so that everything downstream reads one shape.
+                message: serde_json::to_string(&alarm).unwrap_or_default(),
+            }
+        })]);
+    }
     if let Some(message_type) = object.get("Type").and_then(Value::as_str) {
         return Ok(vec![http_delivery(message_type, &object)]);
     }
@@ -81,7 +102,7 @@ pub fn deliveries_from_value(value: Value) -> Result<Vec<Result<Delivery>>> {
     })
 }
 
-const EXPECTED_SHAPES: &str = "a Lambda SNS event (Records[].Sns), an SNS HTTP Notification (Type, Message) or a CloudWatch alarm message (AlarmName, NewStateValue)";
+const EXPECTED_SHAPES: &str = "a Lambda SNS event (Records[].Sns), an SNS HTTP Notification (Type, Message), an EventBridge CloudWatch Alarm State Change event (detail-type, detail) or a CloudWatch alarm message (AlarmName, NewStateValue)";
 
 fn lambda_event_deliveries(object: Map<String, Value>) -> Result<Vec<Result<Delivery>>> {
     let records = object

@@ -14,6 +14,7 @@ use alarm_triage::evidence::{Budget, Collection};
 use alarm_triage::pipeline::{Now, Outcome, Triage};
 use alarm_triage::publish::NoPublisher;
 use alarm_triage::render;
+use aws_lambda_events::eventbridge::EventBridgeEvent;
 use aws_lambda_events::sns::SnsEvent;
 use serde_json::Value;
 
@@ -61,6 +62,22 @@ const EXPECTATIONS: &[(&str, &[Expect])] = &[
     (
         "sns-subscription-confirmation",
         &[Rejected("sns_subscription_message")],
+    ),
+    (
+        "eventbridge-alb-alarm-target-response-time",
+        &[Report(Dx, "transient")],
+    ),
+    (
+        "eventbridge-metricmath-alarm-5xx-rate",
+        &[Report(Dx, "transient")],
+    ),
+    (
+        "eventbridge-anomaly-alarm-request-count",
+        &[Report(Dx, "transient")],
+    ),
+    (
+        "eventbridge-composite-alarm-checkout-degraded",
+        &[Report(Dx, "transient")],
     ),
 ];
 
@@ -113,8 +130,8 @@ fn every_event_file_is_named_by_kind_and_scenario_and_has_an_expectation() {
     for file in &files {
         let name = stem(file);
         assert!(
-            name.starts_with("sns-"),
-            "{name} should be named sns-<kind>-<scenario>.json"
+            name.starts_with("sns-") || name.starts_with("eventbridge-"),
+            "{name} should be named sns-<kind>-<scenario>.json or eventbridge-<kind>-<scenario>.json"
         );
         assert!(
             EXPECTATIONS.iter().any(|(n, _)| *n == name),
@@ -128,6 +145,16 @@ fn every_event_file_round_trips_through_its_types() {
     for file in event_files() {
         let text = std::fs::read_to_string(&file).expect("readable");
         let raw: Value = serde_json::from_str(&text).expect("valid JSON");
+        if raw.get("detail-type").is_some() {
+            let event: EventBridgeEvent<Value> =
+                serde_json::from_value(raw.clone()).expect("an EventBridge event");
+            let reparsed: EventBridgeEvent<Value> =
+                serde_json::from_str(&serde_json::to_string(&event).expect("serialise"))
+                    .expect("re-parse");
+            assert_eq!(event, reparsed, "{}", file.display());
+            assert_eq!(reparsed.detail_type, "CloudWatch Alarm State Change");
+            continue;
+        }
         if raw.get("Records").is_none() {
             // SNS HTTP deliveries have no Lambda type; JSON itself must round-trip.
             let again: Value = serde_json::from_str(&raw.to_string()).expect("re-parse");
