@@ -63,6 +63,8 @@ DIAGNOSIS_TOPIC = "alarm-triage-diagnoses"
 CAPTURE_QUEUE = "alarm-triage-captured-alarms"
 DIAGNOSIS_QUEUE = "alarm-triage-diagnoses"
 FAILED_EVENTS_QUEUE = "alarm-triage-failed-events"
+# Where the function finds Prometheus; set only by a world that has one.
+PROMETHEUS_VARIABLES = ("PROMETHEUS_SERVICE", "PROMETHEUS_URL", "PROMETHEUS_SIGV4_REGION")
 EMAIL_SUBSCRIBERS = {"oncall@example.com": None, "escalations@example.com": {"classification": ["sustained"]}}
 
 
@@ -91,11 +93,14 @@ class Processes:
         self.state = state
         self.file = state / "pids"
 
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen:
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+              unset: tuple[str, ...] = ()) -> subprocess.Popen:
+        """Starts `argv` with this environment on top of ours, less the `unset` variables."""
         log = open(self.state / f"{name}.log", "w")
+        environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
         process = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})}, cwd=str(cwd or ROOT), start_new_session=True,
+            env=environment, cwd=str(cwd or ROOT), start_new_session=True,
         )
         with open(self.file, "a") as pids:
             pids.write(f"{process.pid} {name}\n")
@@ -617,9 +622,12 @@ def start_function(state: Path, processes: Processes, name: str, env: dict[str, 
             function_env[key] = value
         else:
             function_env.pop(key, None)
+    # A removed variable, or a Prometheus the world does not have, must not come
+    # back from the caller's shell (one that sourced another world's env).
+    unset = tuple(key for key in {*(item.partition("=")[0] for item in overrides), *PROMETHEUS_VARIABLES} if key not in function_env)
     # One instance logs to NAME.log as it always did; several to NAME-1.log, NAME-2.log, ...
     for i in range(1, instances + 1):
-        processes.start(name if instances == 1 else f"{name}-{i}", [str(binary)], env=function_env)
+        processes.start(name if instances == 1 else f"{name}-{i}", [str(binary)], env=function_env, unset=unset)
     bridge_port = free_port()
     log = "invocations.jsonl" if name == "diagnose" else f"{name}-invocations.jsonl"
     argv = [
