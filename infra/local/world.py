@@ -1,6 +1,7 @@
 """Reading a world: validation with clear errors, and the generators that turn
-a world's description into CloudWatch datapoints, alarm history, Prometheus
-series and Kubernetes manifests. Pure: no network, no processes.
+a world's description into CloudWatch datapoints (ALB and Container
+Insights), target health over time, alarm history, Prometheus series and
+Kubernetes manifests. Pure: no network, no processes.
 
 The format is documented in docs/worlds.md.
 """
