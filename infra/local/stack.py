@@ -41,9 +41,9 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -63,6 +63,8 @@ DIAGNOSIS_TOPIC = "alarm-triage-diagnoses"
 CAPTURE_QUEUE = "alarm-triage-captured-alarms"
 DIAGNOSIS_QUEUE = "alarm-triage-diagnoses"
 FAILED_EVENTS_QUEUE = "alarm-triage-failed-events"
+# Where the function finds Prometheus; set only by a world that has one.
+PROMETHEUS_VARIABLES = ("PROMETHEUS_SERVICE", "PROMETHEUS_URL", "PROMETHEUS_SIGV4_REGION")
 EMAIL_SUBSCRIBERS = {"oncall@example.com": None, "escalations@example.com": {"classification": ["sustained"]}}
 
 
@@ -91,11 +93,14 @@ class Processes:
         self.state = state
         self.file = state / "pids"
 
-    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.Popen:
+    def start(self, name: str, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+              unset: tuple[str, ...] = ()) -> subprocess.Popen:
+        """Starts `argv` with this environment on top of ours, less the `unset` variables."""
         log = open(self.state / f"{name}.log", "w")
+        environment = {k: v for k, v in {**os.environ, **(env or {})}.items() if k not in unset}
         process = subprocess.Popen(
             argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            env={**os.environ, **(env or {})}, cwd=str(cwd or ROOT), start_new_session=True,
+            env=environment, cwd=str(cwd or ROOT), start_new_session=True,
         )
         with open(self.file, "a") as pids:
             pids.write(f"{process.pid} {name}\n")
@@ -180,36 +185,79 @@ def admin(endpoint: str, route: str, body: dict[str, Any]) -> dict[str, Any]:
         raise StackError(f"admin endpoint {route} refused the world: {error.read().decode(errors='replace')}")
 
 
-def metric_datums(world: worlds.World, lb_dimension: str, groups: list[tuple[dict[str, Any], str, int, int]]) -> list[dict[str, Any]]:
+def metric_datums(world: worlds.World, lb_dimension: str,
+                  groups: list[tuple[dict[str, Any], str, Callable[[datetime], tuple[int, int]]]]) -> list[dict[str, Any]]:
     """The CloudWatch datapoints of one load balancer over the world's
-    metrics_span: per target group (its spec, TargetGroup dimension, target
-    count, unhealthy count) and summed for the load balancer, as the ALB
-    reports them. Shared by seed() and the storm's extra load balancers."""
+    metrics_span: per target group (its spec, TargetGroup dimension, and its
+    (healthy, unhealthy) target counts at a moment) and summed for the load
+    balancer, as the ALB reports them. The ELB's own 5xx and rejected
+    connections exist per load balancer only. Shared by seed() and the storm's
+    extra load balancers."""
     minutes = int(worlds.parse_duration(world.spec.get("metrics_span", "6h"), world.file, "metrics_span").total_seconds() // 60)
     lb_minutes: dict[Any, dict[str, Any]] = {}
     datums: list[dict[str, Any]] = []
-    for tg, tg_dimension, targets, unhealthy in groups:
+    for tg, tg_dimension, hosts in groups:
         dims = [{"Name": "LoadBalancer", "Value": lb_dimension}, {"Name": "TargetGroup", "Value": tg_dimension}]
         for minute in worlds.target_group_minutes(world, tg, minutes):
             t = minute["timestamp"]
+            healthy, unhealthy = hosts(t)
             if minute["requests"] > 0:
                 datums.append({"MetricName": "TargetResponseTime", "Dimensions": dims, "Timestamp": t, "Values": minute["values"], "Counts": minute["counts"], "Unit": "Seconds"})
             datums.append({"MetricName": "RequestCount", "Dimensions": dims, "Timestamp": t, "Value": minute["requests"], "Unit": "Count"})
             datums.append({"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": dims, "Timestamp": t, "Value": minute["errors"], "Unit": "Count"})
             datums.append({"MetricName": "UnHealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": unhealthy, "Unit": "Count"})
-            datums.append({"MetricName": "HealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": targets - unhealthy, "Unit": "Count"})
-            total = lb_minutes.setdefault(t, {"requests": 0, "values": [], "counts": [], "errors": 0})
+            datums.append({"MetricName": "HealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": healthy, "Unit": "Count"})
+            datums.append({"MetricName": "HTTPCode_Target_4XX_Count", "Dimensions": dims, "Timestamp": t, "Value": minute["errors_4xx"], "Unit": "Count"})
+            total = lb_minutes.setdefault(t, {"requests": 0, "values": [], "counts": [], "errors": 0, "errors_4xx": 0,
+                                              "elb_5xx": dict.fromkeys(worlds.ELB_5XX_CODES, 0)})
             total["requests"] += minute["requests"]
             total["values"] += minute["values"]
             total["counts"] += minute["counts"]
             total["errors"] += minute["errors"]
+            total["errors_4xx"] += minute["errors_4xx"]
+            for code, count in minute["elb_5xx"].items():
+                total["elb_5xx"][code] += count
     lb_dims = [{"Name": "LoadBalancer", "Value": lb_dimension}]
     for t, total in sorted(lb_minutes.items()):
         if total["requests"] > 0:
             datums.append({"MetricName": "TargetResponseTime", "Dimensions": lb_dims, "Timestamp": t, "Values": total["values"], "Counts": total["counts"], "Unit": "Seconds"})
         datums.append({"MetricName": "RequestCount", "Dimensions": lb_dims, "Timestamp": t, "Value": total["requests"], "Unit": "Count"})
         datums.append({"MetricName": "HTTPCode_Target_5XX_Count", "Dimensions": lb_dims, "Timestamp": t, "Value": total["errors"], "Unit": "Count"})
+        datums.append({"MetricName": "HTTPCode_Target_4XX_Count", "Dimensions": lb_dims, "Timestamp": t, "Value": total["errors_4xx"], "Unit": "Count"})
+        for code, count in total["elb_5xx"].items():
+            datums.append({"MetricName": f"HTTPCode_ELB_{code}_Count", "Dimensions": lb_dims, "Timestamp": t, "Value": count, "Unit": "Count"})
+        datums.append({"MetricName": "HTTPCode_ELB_5XX_Count", "Dimensions": lb_dims, "Timestamp": t, "Value": sum(total["elb_5xx"].values()), "Unit": "Count"})
+    for t, rejected in worlds.rejected_connection_minutes(world, minutes):
+        datums.append({"MetricName": "RejectedConnectionCount", "Dimensions": lb_dims, "Timestamp": t, "Value": rejected, "Unit": "Count"})
     return datums
+
+
+def health_check_arguments(tg: dict[str, Any]) -> dict[str, Any]:
+    """CreateTargetGroup's health-check parameters from `health_check` (and the
+    older `health_check_path`); what is not given is left to the defaults."""
+    spec = tg.get("health_check") or {}
+    arguments: dict[str, Any] = {"HealthCheckPath": spec.get("path", tg.get("health_check_path", "/healthz"))}
+    names = {"protocol": "HealthCheckProtocol", "port": "HealthCheckPort", "interval": "HealthCheckIntervalSeconds",
+             "timeout": "HealthCheckTimeoutSeconds", "healthy_threshold": "HealthyThresholdCount",
+             "unhealthy_threshold": "UnhealthyThresholdCount"}
+    for key, name in names.items():
+        if key in spec:
+            arguments[name] = str(spec[key]) if key == "port" else spec[key]
+    if "matcher" in spec:
+        arguments["Matcher"] = {"HttpCode": str(spec["matcher"])}
+    return arguments
+
+
+def alarm_dimensions(alarm: dict[str, Any], lb_dims: list[dict[str, str]], groups: list[dict[str, Any]]) -> list[dict[str, str]]:
+    """The alarm's own `dimensions`, or the load balancer's (and its target group's)."""
+    if alarm.get("dimensions"):
+        return [{"Name": str(k), "Value": str(v)} for k, v in alarm["dimensions"].items()]
+    dims = list(lb_dims)
+    if alarm.get("target_group"):
+        # An alarm on one target group: its own TargetGroup dimension beside the load balancer's.
+        group = next(g for g in groups if g["name"] == alarm["target_group"])
+        dims.append({"Name": "TargetGroup", "Value": group["dimension"]})
+    return dims
 
 
 def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
@@ -242,7 +290,7 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
         target_type = tg.get("target_type", "instance")
         created = c["elbv2"].create_target_group(
             Name=tg["name"], Protocol=tg.get("protocol", "HTTP"), Port=int(tg.get("port", 80)),
-            VpcId=vpc, TargetType=target_type, HealthCheckPath=tg.get("health_check_path", "/healthz"),
+            VpcId=vpc, TargetType=target_type, **health_check_arguments(tg),
         )["TargetGroups"][0]
         arn = created["TargetGroupArn"]
         if tg.get("tags"):
@@ -260,14 +308,16 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
             else:
                 target_id = target["ip"]
             targets.append({"Id": target_id, "Port": int(target.get("port", tg.get("port", 80)))})
-            if target.get("health", "healthy") != "healthy":
-                health.append({"id": target_id, "state": target["health"], "reason": target.get("reason"), "description": target.get("description")})
+            # What DescribeTargetHealth says now: the health, or the schedule's entry as of now.
+            state, reason, description = worlds.target_health(world, target, world.now)
+            if state != "healthy":
+                health.append({"id": target_id, "state": state, "reason": reason, "description": description})
         if targets:
             c["elbv2"].register_targets(TargetGroupArn=arn, Targets=targets)
         if health:
             admin(endpoint, "target-health", {"target_group_arn": arn, "targets": health})
         groups.append({"name": tg["name"], "arn": arn, "dimension": worlds.tg_dimension(arn), "targets": [t["Id"] for t in targets]})
-        measured.append((tg, worlds.tg_dimension(arn), len(targets), len(health)))
+        measured.append((tg, worlds.tg_dimension(arn), worlds.host_counts(world, tg)))
     # Listener forwarding to the first group, rules for the others, as an Ingress would.
     listener = c["elbv2"].create_listener(
         LoadBalancerArn=lb_arn, Protocol="HTTP", Port=80,
@@ -285,6 +335,10 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
         c["cloudwatch"].put_metric_data(Namespace="AWS/ApplicationELB", MetricData=datums[start:start + 500])
     facts["target_groups"] = groups
     facts["metric_datums"] = len(datums)
+    insights = worlds.container_insights_datums(world)
+    for start in range(0, len(insights), 500):
+        c["cloudwatch"].put_metric_data(Namespace=worlds.CONTAINER_INSIGHTS_NAMESPACE, MetricData=insights[start:start + 500])
+    facts["container_insights_datums"] = len(insights)
 
     # Topics and queues: alarms go to the alarm topic; a capture queue keeps
     # the raw notifications for replay; diagnoses go to the diagnosis topic and its queue;
@@ -307,15 +361,10 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
                  diagnosis_queue_url=diagnosis_queue, failed_events_queue_url=failed_events_queue)
 
     alarm = spec["alarm"]
-    alarm_dims = list(lb_dims)
-    if alarm.get("target_group"):
-        # An alarm on one target group: its own TargetGroup dimension beside the load balancer's.
-        group = next(g for g in groups if g["name"] == alarm["target_group"])
-        alarm_dims.append({"Name": "TargetGroup", "Value": group["dimension"]})
     c["cloudwatch"].put_metric_alarm(
         AlarmName=alarm["name"], AlarmDescription=alarm.get("description", ""),
-        Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], **statistic_argument(alarm),
-        Dimensions=alarm_dims, Period=int(alarm["period"]), EvaluationPeriods=int(alarm["evaluation_periods"]),
+        Namespace=alarm.get("namespace", worlds.ALB_NAMESPACE), MetricName=alarm["metric"], **statistic_argument(alarm),
+        Dimensions=alarm_dimensions(alarm, lb_dims, groups), Period=int(alarm["period"]), EvaluationPeriods=int(alarm["evaluation_periods"]),
         DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
         Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],
         TreatMissingData=alarm.get("treat_missing_data", "missing"),
@@ -573,9 +622,12 @@ def start_function(state: Path, processes: Processes, name: str, env: dict[str, 
             function_env[key] = value
         else:
             function_env.pop(key, None)
+    # A removed variable, or a Prometheus the world does not have, must not come
+    # back from the caller's shell (one that sourced another world's env).
+    unset = tuple(key for key in {*(item.partition("=")[0] for item in overrides), *PROMETHEUS_VARIABLES} if key not in function_env)
     # One instance logs to NAME.log as it always did; several to NAME-1.log, NAME-2.log, ...
     for i in range(1, instances + 1):
-        processes.start(name if instances == 1 else f"{name}-{i}", [str(binary)], env=function_env)
+        processes.start(name if instances == 1 else f"{name}-{i}", [str(binary)], env=function_env, unset=unset)
     bridge_port = free_port()
     log = "invocations.jsonl" if name == "diagnose" else f"{name}-invocations.jsonl"
     argv = [
@@ -764,10 +816,16 @@ def storm_load_balancer(c: dict[str, Any], world: worlds.World, facts: dict[str,
             ListenerArn=listener, Priority=priority, Conditions=[{"Field": "path-pattern", "Values": [f"/{priority}/*"]}],
             Actions=[{"Type": "forward", "TargetGroupArn": arn}],
         )
-    datums = metric_datums(world, worlds.lb_dimension(lb_arn), [(spec, worlds.tg_dimension(arn), count, 0) for spec, arn, count in groups])
+    datums = metric_datums(world, worlds.lb_dimension(lb_arn),
+                           [(spec, worlds.tg_dimension(arn), _all_healthy(count)) for spec, arn, count in groups])
     for start in range(0, len(datums), 500):
         c["cloudwatch"].put_metric_data(Namespace="AWS/ApplicationELB", MetricData=datums[start:start + 500])
     return lb_arn
+
+
+def _all_healthy(count: int) -> Callable[[datetime], tuple[int, int]]:
+    """Host counts of a storm copy: its targets are all healthy."""
+    return lambda _t: (count, 0)
 
 
 def statistic_argument(alarm: dict[str, Any]) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """Reading a world: validation with clear errors, and the generators that turn
-a world's description into CloudWatch datapoints, alarm history, Prometheus
-series and Kubernetes manifests. Pure: no network, no processes.
+a world's description into CloudWatch datapoints (ALB and Container
+Insights), target health over time, alarm history, Prometheus series and
+Kubernetes manifests. Pure: no network, no processes.
 
 The format is documented in docs/worlds.md.
 """
@@ -13,8 +14,9 @@ import random
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 import yaml
 
@@ -116,10 +118,14 @@ def validate(world: World) -> None:
         if tg.get("algorithm", "round_robin") not in ("round_robin", "least_outstanding_requests", "weighted_random"):
             raise WorldError(f, f"{where}.algorithm", "round_robin, least_outstanding_requests or weighted_random", tg.get("algorithm"))
         for j, target in enumerate(tg.get("targets", [])):
-            if target.get("health", "healthy") not in ("healthy", "unhealthy", "initial", "draining", "unused", "unavailable"):
-                raise WorldError(f, f"{where}.targets[{j}].health", "healthy, unhealthy, initial, draining, unused or unavailable", target.get("health"))
+            if target.get("health", "healthy") not in TARGET_STATES:
+                raise WorldError(f, f"{where}.targets[{j}].health", TARGET_STATES_TEXT, target.get("health"))
+            validate_health_schedule(f, f"{where}.targets[{j}].health_schedule", target.get("health_schedule", []))
+        if "health_check" in tg:
+            validate_health_check(f, f"{where}.health_check", tg["health_check"])
         _require(tg, "metrics", f, where, "a metrics mapping (requests_per_minute, latency)")
         _require(tg["metrics"], "requests_per_minute", f, f"{where}.metrics", "a level such as {base: 600}")
+        validate_metric_levels(f, f"{where}.metrics", tg["metrics"])
         _require(tg["metrics"], "latency", f, f"{where}.metrics", "latency buckets such as {base: [[0.1, 0.99], [0.5, 0.01]]}")
         for phase in ("base", "burst"):
             buckets = tg["metrics"]["latency"].get(phase)
@@ -134,6 +140,9 @@ def validate(world: World) -> None:
     names = [tg.get("name") for tg in s.get("load_balancer", {}).get("target_groups", [])]
     if "target_group" in alarm and alarm["target_group"] not in names:
         raise WorldError(f, "alarm.target_group", f"the name of a target group in world.yaml ({', '.join(map(str, names))})", alarm["target_group"])
+    validate_alarm_metric(f, alarm)
+    if "rejected_connections_per_minute" in lb:
+        validate_level(f, "load_balancer.rejected_connections_per_minute", lb["rejected_connections_per_minute"])
     deliver = _require(alarm, "deliver", f, "alarm", "the transition to deliver, e.g. {from: OK, to: ALARM}")
     for key in ("from", "to"):
         if _require(deliver, key, f, "alarm.deliver", "OK, ALARM or INSUFFICIENT_DATA") not in ("OK", "ALARM", "INSUFFICIENT_DATA"):
@@ -148,6 +157,10 @@ def validate(world: World) -> None:
     amp = s.get("prometheus", {}).get("amp")
     if amp is not None and not (isinstance(amp, dict) and re.fullmatch(r"ws-[0-9a-zA-Z-]{1,64}", str(amp.get("workspace", "")))):
         raise WorldError(f, "prometheus.amp.workspace", "an AMP workspace id such as ws-0a1b2c3d-...", amp.get("workspace") if isinstance(amp, dict) else amp)
+    if "prometheus" in s:
+        validate_pod_groups(f, "prometheus", s["prometheus"])
+    if "container_insights" in s:
+        validate_container_insights(f, s["container_insights"])
     if (world.directory / "kubernetes").exists() and not (world.directory / "kubernetes").is_dir():
         raise WorldError(world.directory / "kubernetes", "(path)", "a directory of manifests")
 
@@ -166,6 +179,200 @@ def statistic_kind(statistic: Any, f: Path | None = None) -> str:
     raise WorldError(f or Path("world.yaml"), "alarm.statistic",
                      "Average, Sum, SampleCount, Minimum, Maximum, a percentile such as p99 or a trimmed mean such as tm99",
                      statistic)
+
+
+TARGET_STATES = ("healthy", "unhealthy", "initial", "draining", "unused", "unavailable")
+TARGET_STATES_TEXT = "healthy, unhealthy, initial, draining, unused or unavailable"
+
+# What the world publishes in AWS/ApplicationELB, and at which level: per
+# target group (LoadBalancer + TargetGroup, most also summed per load balancer)
+# or per load balancer only (the ELB's own errors and rejected connections).
+ALB_METRICS_PER_TARGET_GROUP = ("RequestCount", "TargetResponseTime", "HTTPCode_Target_5XX_Count",
+                                "HTTPCode_Target_4XX_Count", "HealthyHostCount", "UnHealthyHostCount")
+ALB_METRICS_PER_LOAD_BALANCER = ("RequestCount", "TargetResponseTime", "HTTPCode_Target_5XX_Count",
+                                 "HTTPCode_Target_4XX_Count", "HTTPCode_ELB_5XX_Count", "HTTPCode_ELB_502_Count",
+                                 "HTTPCode_ELB_503_Count", "HTTPCode_ELB_504_Count", "RejectedConnectionCount")
+ALB_NAMESPACE = "AWS/ApplicationELB"
+ELB_5XX_CODES = (502, 503, 504)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def validate_level(f: Path, field: str, spec: Any) -> None:
+    """A level: a number, or {base, burst, noise, ramp: {from, to, value}}."""
+    expected = "a level: a number or {base, burst, noise, ramp: {from, to, value}}"
+    if _is_number(spec):
+        return
+    if not isinstance(spec, dict):
+        raise WorldError(f, field, expected, spec)
+    unknown = sorted(set(spec) - {"base", "burst", "noise", "ramp"})
+    if unknown:
+        raise WorldError(f, f"{field}.{unknown[0]}", f"one of base, burst, noise, ramp in {expected}", spec[unknown[0]])
+    for key in ("base", "burst", "noise"):
+        if key in spec and not _is_number(spec[key]):
+            raise WorldError(f, f"{field}.{key}", "a number", spec[key])
+    if "noise" in spec and spec["noise"] < 0:
+        raise WorldError(f, f"{field}.noise", "a relative jitter of 0 or more, such as 0.05", spec["noise"])
+    if "ramp" in spec:
+        ramp = spec["ramp"]
+        for key in ("from", "to", "value"):
+            _require(ramp, key, f, f"{field}.ramp", "{from: OFFSET, to: OFFSET, value: X}")
+        if not _is_number(ramp["value"]):
+            raise WorldError(f, f"{field}.ramp.value", "a number", ramp["value"])
+        start = parse_offset(ramp["from"], f, f"{field}.ramp.from")
+        end = parse_offset(ramp["to"], f, f"{field}.ramp.to")
+        if end < start:
+            raise WorldError(f, f"{field}.ramp.to", f"an offset at or after ramp.from ({ramp['from']})", ramp["to"])
+
+
+def validate_metric_levels(f: Path, where: str, metrics: dict[str, Any]) -> None:
+    for key in ("requests_per_minute", "http_5xx_per_minute", "http_4xx_per_minute"):
+        if key in metrics:
+            validate_level(f, f"{where}.{key}", metrics[key])
+    elb = metrics.get("elb_5xx_per_minute")
+    if elb is None:
+        return
+    if not isinstance(elb, dict):
+        raise WorldError(f, f"{where}.elb_5xx_per_minute", "a mapping of 502, 503 or 504 to a level", elb)
+    for code, level in elb.items():
+        if _elb_code(code) not in ELB_5XX_CODES:
+            raise WorldError(f, f"{where}.elb_5xx_per_minute.{code}", "502, 503 or 504", code)
+        validate_level(f, f"{where}.elb_5xx_per_minute.{code}", level)
+
+
+def _elb_code(code: Any) -> int | None:
+    try:
+        return int(code)
+    except (TypeError, ValueError):
+        return None
+
+
+def validate_health_schedule(f: Path, field: str, schedule: Any) -> None:
+    """`[{at, state, reason, description}]`: a target's health over time."""
+    if not isinstance(schedule, list):
+        raise WorldError(f, field, "a list of {at, state, reason, description}", schedule)
+    for k, entry in enumerate(schedule):
+        where = f"{field}[{k}]"
+        parse_offset(_require(entry, "at", f, where, "an offset such as -8m"), f, f"{where}.at")
+        if _require(entry, "state", f, where, TARGET_STATES_TEXT) not in TARGET_STATES:
+            raise WorldError(f, f"{where}.state", TARGET_STATES_TEXT, entry["state"])
+        for key in ("reason", "description"):
+            if key in entry and not isinstance(entry[key], str):
+                raise WorldError(f, f"{where}.{key}", "a string", entry[key])
+
+
+# health_check key -> (what it must be, check)
+HEALTH_CHECK_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "path": ("a path starting with /", lambda v: isinstance(v, str) and v.startswith("/")),
+    "protocol": ("HTTP or HTTPS", lambda v: v in ("HTTP", "HTTPS")),
+    "port": ("a port number or traffic-port", lambda v: v == "traffic-port" or (isinstance(v, int) and 1 <= v <= 65535)),
+    "interval": ("whole seconds from 5 to 300", lambda v: isinstance(v, int) and 5 <= v <= 300),
+    "timeout": ("whole seconds from 2 to 120", lambda v: isinstance(v, int) and 2 <= v <= 120),
+    "healthy_threshold": ("a count from 2 to 10", lambda v: isinstance(v, int) and 2 <= v <= 10),
+    "unhealthy_threshold": ("a count from 2 to 10", lambda v: isinstance(v, int) and 2 <= v <= 10),
+    "matcher": ("HTTP codes such as 200, 200-399 or 200,202", lambda v: isinstance(v, (str, int)) and re.fullmatch(r"\d{3}(-\d{3})?(,\d{3}(-\d{3})?)*", str(v)) is not None),
+}
+
+
+def validate_health_check(f: Path, field: str, spec: Any) -> None:
+    if not isinstance(spec, dict):
+        raise WorldError(f, field, f"a mapping of {', '.join(HEALTH_CHECK_FIELDS)}", spec)
+    for key, value in spec.items():
+        if key not in HEALTH_CHECK_FIELDS:
+            raise WorldError(f, f"{field}.{key}", f"one of {', '.join(HEALTH_CHECK_FIELDS)}", value)
+        expected, check = HEALTH_CHECK_FIELDS[key]
+        if not check(value):
+            raise WorldError(f, f"{field}.{key}", expected, value)
+    # The ALB refuses a timeout that is not shorter than the interval (defaults 5 s and 30 s).
+    if spec.get("timeout", 5) >= spec.get("interval", 30):
+        raise WorldError(f, f"{field}.timeout", f"fewer seconds than the interval ({spec.get('interval', 30)})", spec.get("timeout", 5))
+
+
+def validate_alarm_metric(f: Path, alarm: dict[str, Any]) -> None:
+    """An ALB alarm watches a metric the world publishes, at a level it is
+    published at; an alarm in another namespace names its own dimensions."""
+    namespace = alarm.get("namespace", ALB_NAMESPACE)
+    if not isinstance(namespace, str) or not namespace:
+        raise WorldError(f, "alarm.namespace", "a CloudWatch namespace such as AWS/ApplicationELB", namespace)
+    dimensions = alarm.get("dimensions")
+    if dimensions is not None and not (isinstance(dimensions, dict) and dimensions):
+        raise WorldError(f, "alarm.dimensions", "a mapping of dimension name to value", dimensions)
+    if namespace != ALB_NAMESPACE:
+        if dimensions is None:
+            raise WorldError(f, "alarm.dimensions", f"the alarm's dimensions (namespace {namespace} has no load balancer dimension)")
+        return
+    metric = alarm["metric"]
+    published = ALB_METRICS_PER_TARGET_GROUP if alarm.get("target_group") else ALB_METRICS_PER_LOAD_BALANCER
+    if metric not in published:
+        scope = "per target group (alarm.target_group is set)" if alarm.get("target_group") else "per load balancer (no alarm.target_group)"
+        raise WorldError(f, "alarm.metric", f"an ALB metric published {scope}: {', '.join(published)}", metric)
+
+
+POD_GROUP_KEYS = ("namespace", "container", "names", "cpu_cores", "throttled_share", "memory_mib", "cpu_limit_cores", "per_pod")
+PER_POD_KEYS = ("cpu_cores", "throttled_share", "memory_mib", "created", "deleted", "restarts")
+
+
+def validate_pod_groups(f: Path, section: str, spec: Any) -> None:
+    """The `pods` of a prometheus or container_insights section."""
+    pods = _require(spec, "pods", f, section, "a list of pod groups")
+    if not isinstance(pods, list):
+        raise WorldError(f, f"{section}.pods", "a list of pod groups", pods)
+    for i, group in enumerate(pods):
+        where = f"{section}.pods[{i}]"
+        _require(group, "namespace", f, where, "the namespace")
+        unknown = sorted(set(group) - set(POD_GROUP_KEYS))
+        if unknown:
+            raise WorldError(f, f"{where}.{unknown[0]}", f"one of {', '.join(POD_GROUP_KEYS)}", group[unknown[0]])
+        names = _require(group, "names", f, where, "the pod names")
+        if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+            raise WorldError(f, f"{where}.names", "a non-empty list of pod names", names)
+        validate_level(f, f"{where}.cpu_cores", _require(group, "cpu_cores", f, where, "a level such as {base: 0.1, burst: 0.9}"))
+        for key in ("throttled_share", "memory_mib"):
+            if key in group:
+                validate_level(f, f"{where}.{key}", group[key])
+        if "cpu_limit_cores" in group and not (_is_number(group["cpu_limit_cores"]) and group["cpu_limit_cores"] > 0):
+            raise WorldError(f, f"{where}.cpu_limit_cores", "a positive number of cores", group["cpu_limit_cores"])
+        per_pod = group.get("per_pod") or {}
+        if not isinstance(per_pod, dict):
+            raise WorldError(f, f"{where}.per_pod", "a mapping of pod name to overrides", per_pod)
+        for name, overrides in per_pod.items():
+            validate_per_pod(f, f"{where}.per_pod.{name}", name, names, overrides)
+
+
+def validate_per_pod(f: Path, field: str, name: str, names: list[str], overrides: Any) -> None:
+    if name not in names:
+        raise WorldError(f, field, f"a pod listed in names ({', '.join(names)})", name)
+    if not isinstance(overrides, dict):
+        raise WorldError(f, field, f"a mapping of {', '.join(PER_POD_KEYS)}", overrides)
+    for key, value in overrides.items():
+        if key not in PER_POD_KEYS:
+            raise WorldError(f, f"{field}.{key}", f"one of {', '.join(PER_POD_KEYS)}", value)
+        if key in ("cpu_cores", "throttled_share", "memory_mib"):
+            validate_level(f, f"{field}.{key}", value)
+    created = parse_offset(overrides["created"], f, f"{field}.created") if "created" in overrides else None
+    deleted = parse_offset(overrides["deleted"], f, f"{field}.deleted") if "deleted" in overrides else None
+    if created is not None and deleted is not None and deleted <= created:
+        raise WorldError(f, f"{field}.deleted", f"an offset after created ({overrides['created']})", overrides["deleted"])
+    restarts = overrides.get("restarts", [])
+    if not isinstance(restarts, list):
+        raise WorldError(f, f"{field}.restarts", "a list of offsets such as [-20m, -7m]", restarts)
+    for k, at in enumerate(restarts):
+        offset = parse_offset(at, f, f"{field}.restarts[{k}]")
+        if (created is not None and offset < created) or (deleted is not None and offset > deleted):
+            raise WorldError(f, f"{field}.restarts[{k}]", "an offset while the pod exists (between created and deleted)", at)
+
+
+def validate_container_insights(f: Path, spec: Any) -> None:
+    if not isinstance(spec, dict):
+        raise WorldError(f, "container_insights", "a mapping {span, pods}", spec)
+    for key in spec:
+        if key not in ("span", "pods"):
+            raise WorldError(f, f"container_insights.{key}", "span or pods (Container Insights is published every minute to CloudWatch: no service, amp or step)", spec[key])
+    if "span" in spec:
+        parse_duration(spec["span"], f, "container_insights.span")
+    validate_pod_groups(f, "container_insights", spec)
 
 
 # --- schedule -------------------------------------------------------------------
@@ -249,10 +456,14 @@ def history(world: World) -> list[dict[str, Any]]:
 
 # --- CloudWatch metrics -------------------------------------------------------------
 
-def _level(spec: Any, burst: bool, minute_index: int, rng: random.Random) -> float:
+def _level(spec: Any, burst: bool, minute_index: int, rng: random.Random, at: timedelta | None = None) -> float:
+    """A level's value at one moment (`at`, relative to now): the base, or the
+    ramped base, or the burst value inside a burst, times the noise."""
     if isinstance(spec, (int, float)):
         return float(spec)
     base = float(spec.get("base", 0))
+    if "ramp" in spec and at is not None:
+        base = _ramped(base, spec["ramp"], at)
     value = float(spec.get("burst", base)) if burst else base
     noise = float(spec.get("noise", 0))
     if noise:
@@ -260,17 +471,39 @@ def _level(spec: Any, burst: bool, minute_index: int, rng: random.Random) -> flo
     return value
 
 
+@lru_cache(maxsize=None)
+def _offset_seconds(value: str) -> float:
+    """An offset already validated (a ramp's from or to), in seconds."""
+    return parse_offset(value, "world.yaml", "ramp").total_seconds()
+
+
+def _ramped(base: float, ramp: dict[str, Any], at: timedelta) -> float:
+    """base before ramp.from, ramp.value after ramp.to, a straight line between."""
+    start, end, value = _offset_seconds(str(ramp["from"])), _offset_seconds(str(ramp["to"])), float(ramp["value"])
+    x = at.total_seconds()
+    if x < start:
+        return base
+    if x >= end:
+        return value
+    return base + (value - base) * (x - start) / (end - start)
+
+
 def target_group_minutes(world: World, tg: dict[str, Any], minutes: int) -> list[dict[str, Any]]:
     """Per-minute figures for one target group, oldest first: request count, a
-    latency histogram (values, counts), 5xx count."""
+    latency histogram (values, counts), target 5xx and 4xx counts, and the 5xx
+    the load balancer itself answered for requests routed to the group."""
     rng = random.Random(f"{world.spec.get('seed', 1)}/{tg['name']}")
+    # The levels added later draw from their own generator, so worlds that do
+    # not use them keep the numbers they always had.
+    more = random.Random(f"{world.spec.get('seed', 1)}/{tg['name']}/codes")
     windows = bursts(world) if tg.get("bursts", True) else []
     metrics = tg["metrics"]
     out = []
     for i in range(minutes, 0, -1):
         t = world.now - timedelta(minutes=i)
+        at = t - world.now
         burst = in_burst(windows, t)
-        requests = int(round(_level(metrics["requests_per_minute"], burst, i, rng)))
+        requests = int(round(_level(metrics["requests_per_minute"], burst, i, rng, at)))
         phase = "burst" if burst and "burst" in metrics["latency"] else "base"
         buckets = metrics["latency"][phase]
         values, counts = [], []
@@ -295,9 +528,52 @@ def target_group_minutes(world: World, tg: dict[str, Any], minutes: int) -> list
                     values.append(float(event["seconds"]))
                     counts.append(float(event.get("count", 1)))
                     requests += int(event.get("count", 1))
-        errors = int(round(_level(metrics.get("http_5xx_per_minute", 0), burst, i, rng)))
-        out.append({"timestamp": t, "requests": requests, "values": values, "counts": counts, "errors": errors})
+        errors = int(round(_level(metrics.get("http_5xx_per_minute", 0), burst, i, rng, at)))
+        errors_4xx = int(round(_level(metrics.get("http_4xx_per_minute", 0), burst, i, more, at)))
+        elb_levels = {_elb_code(code): level for code, level in (metrics.get("elb_5xx_per_minute") or {}).items()}
+        elb = {code: int(round(_level(elb_levels.get(code, 0), burst, i, more, at))) for code in ELB_5XX_CODES}
+        out.append({"timestamp": t, "requests": requests, "values": values, "counts": counts, "errors": errors,
+                    "errors_4xx": errors_4xx, "elb_5xx": elb})
     return out
+
+
+def rejected_connection_minutes(world: World, minutes: int) -> list[tuple[datetime, int]]:
+    """The load balancer's RejectedConnectionCount per minute, oldest first."""
+    spec = world.spec["load_balancer"].get("rejected_connections_per_minute", 0)
+    rng = random.Random(f"{world.spec.get('seed', 1)}/{world.spec['load_balancer']['name']}/rejected")
+    windows = bursts(world)
+    out = []
+    for i in range(minutes, 0, -1):
+        t = world.now - timedelta(minutes=i)
+        out.append((t, int(round(_level(spec, in_burst(windows, t), i, rng, t - world.now)))))
+    return out
+
+
+# --- target health -------------------------------------------------------------------
+
+def target_health(world: World, target: dict[str, Any], t: datetime) -> tuple[str, str | None, str | None]:
+    """A target's (state, reason, description) at `t`: the last health_schedule
+    entry at or before `t`, or its `health` before the first entry."""
+    state = (target.get("health", "healthy"), target.get("reason"), target.get("description"))
+    entries = sorted(target.get("health_schedule") or [], key=lambda e: parse_offset(e["at"], world.file, "health_schedule.at"))
+    for entry in entries:
+        if world.at(entry["at"], "health_schedule.at") > t:
+            break
+        state = (entry["state"], entry.get("reason"), entry.get("description"))
+    return state
+
+
+def host_counts(world: World, tg: dict[str, Any]) -> Callable[[datetime], tuple[int, int]]:
+    """(HealthyHostCount, UnHealthyHostCount) of a target group at a moment:
+    the targets healthy and unhealthy then (initial, draining, unused and
+    unavailable targets count as neither)."""
+    targets = tg.get("targets", [])
+
+    def counts(t: datetime) -> tuple[int, int]:
+        states = [target_health(world, target, t)[0] for target in targets]
+        return states.count("healthy"), states.count("unhealthy")
+
+    return counts
 
 
 def tg_dimension(arn: str) -> str:
@@ -310,18 +586,74 @@ def lb_dimension(arn: str) -> str:
     return arn.split(":loadbalancer/", 1)[1]
 
 
+# --- pods ---------------------------------------------------------------------------
+
+@dataclass
+class PodSample:
+    """One sample of one pod's container: its usage levels at `t`, how long the
+    container has run since the previous sample (`elapsed`, seconds), whether
+    it is a new container since then (`fresh`: created or restarted, so its
+    counters start again from 0) and how many restarts it has had so far."""
+
+    t: datetime
+    cores: float
+    throttled_share: float
+    memory_mib: float
+    elapsed: float
+    fresh: bool
+    restarts: int
+
+
+def _override(group_level: Any, pod_level: Any) -> Any:
+    """A per-pod level: merged into the group's when both are mappings, else it wins."""
+    if pod_level is None:
+        return group_level
+    if isinstance(group_level, dict) and isinstance(pod_level, dict):
+        return {**group_level, **pod_level}
+    return pod_level
+
+
+def pod_samples(world: World, group: dict[str, Any], name: str, times: list[datetime], step: int,
+                rng: random.Random) -> Iterator[PodSample]:
+    """The samples of one pod at `times` (spaced `step` seconds), skipping the
+    moments it did not exist (before per_pod.created, after per_pod.deleted).
+    The generator is drawn from at every time, whether the pod exists or not."""
+    per_pod = (group.get("per_pod") or {}).get(name, {})
+    cpu = _override(group["cpu_cores"], per_pod.get("cpu_cores"))
+    throttled = _override(group.get("throttled_share", 0), per_pod.get("throttled_share"))
+    memory = _override(group.get("memory_mib", {"base": 256}), per_pod.get("memory_mib"))
+    created = world.at(per_pod["created"], "per_pod.created") if "created" in per_pod else None
+    deleted = world.at(per_pod["deleted"], "per_pod.deleted") if "deleted" in per_pod else None
+    restarts = sorted(world.at(at, "per_pod.restarts") for at in per_pod.get("restarts", []))
+    windows = bursts(world)
+    for k, t in enumerate(times):
+        burst = in_burst(windows, t)
+        at = t - world.now
+        cores = _level(cpu, burst, k, rng, at)
+        share = _level(throttled, burst, k, rng, at)
+        mib = _level(memory, burst, k, rng, at)
+        if (created is not None and t < created) or (deleted is not None and t > deleted):
+            continue
+        began = [b for b in [created, *restarts] if b is not None and b <= t]
+        container_start = max(began) if began else None
+        previous = t - timedelta(seconds=step)
+        fresh = container_start is not None and container_start > previous
+        elapsed = (t - container_start).total_seconds() if fresh else float(step)
+        yield PodSample(t, cores, share, mib, elapsed, fresh, sum(1 for r in restarts if r <= t))
+
+
 # --- Prometheus ---------------------------------------------------------------------
 
 def openmetrics(world: World) -> str:
-    """OpenMetrics text for the world's pods (counters integrate the usage profile),
-    ready for `promtool tsdb create-blocks-from openmetrics`."""
+    """OpenMetrics text for the world's pods (counters integrate the usage
+    profile and start again from 0 in a new container), ready for
+    `promtool tsdb create-blocks-from openmetrics`."""
     spec = world.spec.get("prometheus")
     if not spec:
         return ""
     f = world.file
     step = int(parse_duration(spec.get("step", "30s"), f, "prometheus.step").total_seconds())
     span = parse_duration(spec.get("span", "6h"), f, "prometheus.span")
-    windows = bursts(world)
     families: dict[str, list[str]] = {
         "container_cpu_usage_seconds": [],
         "container_cpu_cfs_periods": [],
@@ -330,6 +662,7 @@ def openmetrics(world: World) -> str:
     }
     start = world.now - span
     steps = int(span.total_seconds() // step)
+    times = [start + timedelta(seconds=k * step) for k in range(steps + 1)]
     for i, group in enumerate(_require(spec, "pods", f, "prometheus", "a list of pod groups")):
         where = f"prometheus.pods[{i}]"
         names = _require(group, "names", f, where, "the pod names")
@@ -337,26 +670,20 @@ def openmetrics(world: World) -> str:
         container = group.get("container", "app")
         for name in names:
             rng = random.Random(f"{world.spec.get('seed', 1)}/{name}")
-            cpu = _require(group, "cpu_cores", f, where, "a level such as {base: 0.1, burst: 0.9}")
-            per_pod = (group.get("per_pod") or {}).get(name, {})
-            cpu = {**cpu, **per_pod.get("cpu_cores", {})} if isinstance(cpu, dict) else cpu
-            throttled = per_pod.get("throttled_share", group.get("throttled_share", 0))
-            memory = group.get("memory_mib", {"base": 256})
             used = periods = throttled_periods = 0.0
             labels = f'namespace="{namespace}",pod="{name}",container="{container}"'
-            for k in range(steps + 1):
-                t = start + timedelta(seconds=k * step)
-                burst = in_burst(windows, t)
-                cores = _level(cpu, burst, k, rng)
-                used += cores * step
-                periods += step * 10  # 100 ms CFS periods
-                throttled_periods += step * 10 * _level(throttled, burst, k, rng)
-                ts = int(t.timestamp())
+            for sample in pod_samples(world, group, name, times, step, rng):
+                if sample.fresh:
+                    used = periods = throttled_periods = 0.0  # a new container: cAdvisor's counters start over
+                used += sample.cores * sample.elapsed
+                periods += sample.elapsed * 10  # 100 ms CFS periods
+                throttled_periods += sample.elapsed * 10 * sample.throttled_share
+                ts = int(sample.t.timestamp())
                 families["container_cpu_usage_seconds"].append(f"container_cpu_usage_seconds_total{{{labels}}} {used:.4f} {ts}")
                 families["container_cpu_cfs_periods"].append(f"container_cpu_cfs_periods_total{{{labels}}} {periods:.0f} {ts}")
                 families["container_cpu_cfs_throttled_periods"].append(f"container_cpu_cfs_throttled_periods_total{{{labels}}} {throttled_periods:.0f} {ts}")
                 families["container_memory_working_set_bytes"].append(
-                    f"container_memory_working_set_bytes{{{labels}}} {_level(memory, burst, k, rng) * 1048576:.0f} {ts}"
+                    f"container_memory_working_set_bytes{{{labels}}} {sample.memory_mib * 1048576:.0f} {ts}"
                 )
     lines = []
     for family, samples in families.items():
@@ -365,6 +692,58 @@ def openmetrics(world: World) -> str:
         lines.extend(samples)
     lines.append("# EOF")
     return "\n".join(lines) + "\n"
+
+
+# --- Container Insights ---------------------------------------------------------------
+
+CONTAINER_INSIGHTS_NAMESPACE = "ContainerInsights"
+REPLICA_SET_POD = re.compile(r"^(?P<owner>.+)-[a-z0-9]{5,10}-[a-z0-9]{5}$")
+STATEFUL_SET_POD = re.compile(r"^(?P<owner>.+)-\d+$")
+
+
+def pod_owner(name: str) -> str:
+    """Container Insights' PodName: the workload a pod belongs to
+    (recommender-5f9c8d7b64-j6pxh -> recommender, kafka-2 -> kafka), or the pod's own name."""
+    for pattern in (REPLICA_SET_POD, STATEFUL_SET_POD):
+        match = pattern.match(name)
+        if match:
+            return match.group("owner")
+    return name
+
+
+def container_insights_datums(world: World) -> list[dict[str, Any]]:
+    """PutMetricData datums for the container_insights section: per pod and
+    minute, dimensions ClusterName, FullPodName, Namespace, PodName."""
+    spec = world.spec.get("container_insights")
+    if not spec:
+        return []
+    f = world.file
+    span = parse_duration(spec.get("span", world.spec.get("metrics_span", "6h")), f, "container_insights.span")
+    minutes = int(span.total_seconds() // 60)
+    times = [world.now - timedelta(minutes=i) for i in range(minutes, 0, -1)]
+    cluster = world.spec["cluster"]["name"]
+    datums: list[dict[str, Any]] = []
+    for group in spec["pods"]:
+        limit = group.get("cpu_limit_cores")
+        for name in group["names"]:
+            rng = random.Random(f"{world.spec.get('seed', 1)}/container-insights/{name}")
+            dims = [{"Name": "ClusterName", "Value": cluster}, {"Name": "FullPodName", "Value": name},
+                    {"Name": "Namespace", "Value": group["namespace"]}, {"Name": "PodName", "Value": pod_owner(name)}]
+            for sample in pod_samples(world, group, name, times, 60, rng):
+                datums.extend(_pod_datums(dims, sample, limit))
+    return datums
+
+
+def _pod_datums(dims: list[dict[str, str]], sample: PodSample, limit: float | None) -> list[dict[str, Any]]:
+    def datum(metric: str, value: float, unit: str) -> dict[str, Any]:
+        return {"MetricName": metric, "Dimensions": dims, "Timestamp": sample.t, "Value": value, "Unit": unit}
+
+    out = [datum("pod_cpu_usage_total", round(sample.cores * 1000, 3), "None")]
+    if limit:
+        out.append(datum("pod_cpu_utilization_over_pod_limit", round(sample.cores / float(limit) * 100, 3), "Percent"))
+    out.append(datum("pod_memory_working_set", round(sample.memory_mib * 1048576), "Bytes"))
+    out.append(datum("pod_number_of_container_restarts", sample.restarts, "Count"))
+    return out
 
 
 # --- Kubernetes -----------------------------------------------------------------------
