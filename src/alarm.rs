@@ -448,7 +448,7 @@ mod tests {
     #[test]
     fn a_rate_over_request_count_is_about_its_numerator() {
         let n: AlarmNotification = serde_json::from_str(
-            r#"{"AlarmName":"rate","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
+            r#"{"AlarmName":"rate","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK","StateChangeTime":"2026-11-27T15:05:40.204+0000",
                 "Trigger":{"Period":60,"EvaluationPeriods":3,"ComparisonOperator":"GreaterThanThreshold","Threshold":1.0,
                 "Metrics":[
                   {"Id":"errors","ReturnData":false,"MetricStat":{"Metric":{"Namespace":"AWS/ApplicationELB","MetricName":"HTTPCode_Target_5XX_Count","Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]},"Period":60,"Stat":"Sum"}},
@@ -457,7 +457,10 @@ mod tests {
         )
         .unwrap();
         let metric = n.primary_metric().unwrap();
-        assert_eq!(metric.metric_name.as_deref(), Some("HTTPCode_Target_5XX_Count"));
+        assert_eq!(
+            metric.metric_name.as_deref(),
+            Some("HTTPCode_Target_5XX_Count")
+        );
         assert_eq!(n.statistic().as_deref(), Some("Sum"));
     }
 

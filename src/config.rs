@@ -19,6 +19,59 @@ pub struct Config {
     pub diagnosis_topic_arn: Option<String>,
     pub diagnosis_queue_url: Option<String>,
     pub cluster: ClusterSettings,
+    /// Alarms of other accounts are read through a role there, when set.
+    pub organisation: Option<Organisation>,
+    /// `TRANSITIONS_TABLE`: the DynamoDB table that makes each transition
+    /// published once when SNS and EventBridge both deliver it.
+    pub transitions_table: Option<String>,
+}
+
+/// One bot for many accounts: the function's own account, and the role it
+/// assumes in every other account to read an alarm's evidence there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Organisation {
+    /// `HOME_ACCOUNT_ID`: alarms of this account are read with the function's own credentials.
+    pub home_account: String,
+    /// `MEMBER_ROLE_NAME`: the read-only role in each member account (`AlarmTriageReader`).
+    pub member_role_name: String,
+}
+
+impl Organisation {
+    /// The member role's ARN in `account`.
+    pub fn role_arn(&self, partition: &str, account: &str) -> String {
+        format!(
+            "arn:{partition}:iam::{account}:role/{}",
+            self.member_role_name
+        )
+    }
+}
+
+fn organisation(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<Organisation>> {
+    let role = non_empty(lookup, "MEMBER_ROLE_NAME");
+    let home = non_empty(lookup, "HOME_ACCOUNT_ID");
+    match (role, home) {
+        (None, _) => Ok(None),
+        (Some(_), None) => Err(Error::Config {
+            variable: "HOME_ACCOUNT_ID",
+            problem: "is not set, but MEMBER_ROLE_NAME is: set it to the function's own account (12 digits) so that alarms of other accounts are read through the member role".to_owned(),
+        }),
+        (Some(role), Some(home)) if home.len() == 12 && home.bytes().all(|b| b.is_ascii_digit()) => {
+            if role.is_empty() || role.contains([':', '/', '*']) {
+                return Err(Error::Config {
+                    variable: "MEMBER_ROLE_NAME",
+                    problem: format!("is {role:?}; expected a role name such as AlarmTriageReader (no ARN, no path)"),
+                });
+            }
+            Ok(Some(Organisation {
+                home_account: home,
+                member_role_name: role,
+            }))
+        }
+        (Some(_), Some(home)) => Err(Error::Config {
+            variable: "HOME_ACCOUNT_ID",
+            problem: format!("is {home:?}; expected a 12-digit AWS account id"),
+        }),
+    }
 }
 
 /// How to reach the cluster and its Prometheus.
@@ -112,6 +165,8 @@ impl Config {
             publish_margin: Duration::from_millis(margin_ms),
             diagnosis_topic_arn: non_empty(&lookup, "DIAGNOSIS_TOPIC_ARN"),
             diagnosis_queue_url: non_empty(&lookup, "DIAGNOSIS_QUEUE_URL"),
+            organisation: organisation(&lookup)?,
+            transitions_table: non_empty(&lookup, "TRANSITIONS_TABLE"),
             cluster: ClusterSettings {
                 cluster_name: non_empty(&lookup, "EKS_CLUSTER_NAME"),
                 kubeconfig: non_empty(&lookup, "KUBECONFIG").map(std::path::PathBuf::from),
@@ -347,6 +402,42 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| map.get(k).cloned()
+    }
+
+    #[test]
+    fn a_member_role_without_the_home_account_is_refused_by_name() {
+        let err = Config::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("MEMBER_ROLE_NAME", "AlarmTriageReader"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("HOME_ACCOUNT_ID"), "{err}");
+    }
+
+    #[test]
+    fn a_member_role_with_the_home_account_reads_other_accounts_through_it() {
+        let config = Config::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("MEMBER_ROLE_NAME", "AlarmTriageReader"),
+            ("HOME_ACCOUNT_ID", "111122223333"),
+        ]))
+        .unwrap();
+        let organisation = config.organisation.unwrap();
+        assert_eq!(
+            organisation.role_arn("aws", "444455556666"),
+            "arn:aws:iam::444455556666:role/AlarmTriageReader"
+        );
+    }
+
+    #[test]
+    fn a_role_arn_where_a_role_name_belongs_is_refused() {
+        let err = Config::from_lookup(lookup(&[
+            ("AWS_REGION", "eu-west-1"),
+            ("MEMBER_ROLE_NAME", "arn:aws:iam::1:role/x"),
+            ("HOME_ACCOUNT_ID", "111122223333"),
+        ]))
+        .unwrap_err();
+        assert!(err.to_string().contains("MEMBER_ROLE_NAME"), "{err}");
     }
 
     #[test]

@@ -74,15 +74,17 @@ pub fn deliveries_from_value(value: Value) -> Result<Vec<Result<Delivery>>> {
             .and_then(Value::as_str)
             .unwrap_or("(EventBridge event without id)")
             .to_owned();
-        return Ok(vec![eventbridge::notification_from_event(&event).map(|alarm| {
-            Delivery {
-                message_id,
-                topic_arn: None,
-                subject: None,
-                // The SNS message form, so that everything downstream reads one shape.
-                message: serde_json::to_string(&alarm).unwrap_or_default(),
-            }
-        })]);
+        return Ok(vec![eventbridge::notification_from_event(&event).map(
+            |alarm| {
+                Delivery {
+                    message_id,
+                    topic_arn: None,
+                    subject: None,
+                    // The SNS message form, so that everything downstream reads one shape.
+                    message: serde_json::to_string(&alarm).unwrap_or_default(),
+                }
+            },
+        )]);
     }
     if let Some(message_type) = object.get("Type").and_then(Value::as_str) {
         return Ok(vec![http_delivery(message_type, &object)]);

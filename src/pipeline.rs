@@ -197,7 +197,9 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
             Now::At(t) => t,
             Now::TransitionTime => alarm.state_change_time.0,
         };
-        let investigation = gather(&self.collection, &alarm, budget, now).await;
+        let elsewhere = self.scoped(&alarm).await;
+        let collection = elsewhere.as_ref().unwrap_or(&self.collection);
+        let investigation = gather(collection, &alarm, budget, now).await;
         let diagnosis = assemble(&alarm, kind, &investigation, &self.classifier, now);
         tracing::info!(
             alarm_name = %diagnosis.alarm.name,
@@ -239,6 +241,27 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
                     alarm_name: diagnosis.alarm.name.clone(),
                     error,
                 }
+            }
+        }
+    }
+}
+
+impl<S: EvidenceSources, P> Triage<S, P> {
+    /// The collection for the alarm's own account and region (from its ARN),
+    /// when it is not the one this run reads by default.
+    async fn scoped(&self, alarm: &crate::alarm::AlarmNotification) -> Option<Collection<S>> {
+        let Collection::Live(sources) = &self.collection else {
+            return None;
+        };
+        let arn = alarm.alarm_arn.as_deref()?;
+        let mut parts = arn.split(':');
+        let (partition, region, account) = (parts.nth(1)?, parts.nth(1)?, parts.next()?);
+        match sources.scoped_to(partition, account, region).await {
+            Ok(None) => None,
+            Ok(Some(sources)) => Some(Collection::Live(sources)),
+            Err(reason) => {
+                tracing::warn!(alarm_name = %alarm.alarm_name, account, %reason, "alarm's account unreadable");
+                Some(Collection::Unreachable(reason))
             }
         }
     }

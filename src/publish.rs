@@ -5,6 +5,8 @@
 //! subscribers receive) is the JSON diagnosis, `email` the plain-text report.
 //! Message attributes carry what subscription filter policies select on.
 
+pub mod once;
+
 use std::future::Future;
 
 use crate::diagnosis::Diagnosis;

@@ -85,7 +85,9 @@ fn policy_problems(template: &Value) -> Vec<String> {
                     .filter(|b| b.get("Ref").is_none()) // AWS::NoValue
                     .collect::<Vec<_>>(),
                 None => vec![p],
-            });
+            })
+            // An IAM role's inline policies nest the document.
+            .map(|p| p.get("PolicyDocument").unwrap_or(p));
         for policy in policies {
             for statement in policy["Statement"].as_array().into_iter().flatten() {
                 if statement["Effect"] != "Allow" {
@@ -103,15 +105,21 @@ fn policy_problems(template: &Value) -> Vec<String> {
                         "sqs:SendMessage",
                         "secretsmanager:GetSecretValue",
                         "dynamodb:PutItem",
+                        "dynamodb:UpdateItem",
+                        "dynamodb:DeleteItem",
                         "ssm:GetParameter",
+                        "events:PutEvents",
                     ]
                     .contains(&action);
+                    // Reads whose names do not say so, granted on named resources only:
+                    // an AMP workspace, the member roles (themselves read-only).
+                    let scoped_read = ["aps:QueryMetrics", "sts:AssumeRole"].contains(&action);
                     let read = ["Describe", "Get", "List"]
                         .iter()
                         .any(|p| verb.starts_with(p))
                         && !verb.contains('*')
-                        || action == "aps:QueryMetrics";
-                    let scoped = own_write || action == "aps:QueryMetrics";
+                        || scoped_read;
+                    let scoped = own_write || scoped_read;
                     if scoped && statement["Resource"] == "*" {
                         problems.push(format!("{name}: {action} on every resource"));
                     } else if !own_write && !read {
@@ -155,6 +163,78 @@ fn the_template_passes_cfn_lint_and_sam_validate() {
 fn the_example_alarms_pass_cfn_lint() {
     let lint = cfn_lint(&support::repo_root().join("infra/alarms/alb-target-group-alarms.yaml"));
     assert!(lint.status.success(), "cfn-lint:\n{}", text(&lint));
+}
+
+fn member_template() -> PathBuf {
+    support::repo_root().join("infra/member/template.yaml")
+}
+
+#[test]
+fn the_member_template_passes_cfn_lint() {
+    let lint = cfn_lint(&member_template());
+    assert!(lint.status.success(), "cfn-lint:\n{}", text(&lint));
+}
+
+#[test]
+fn the_member_role_reads_only_and_trusts_only_the_central_function() {
+    let member = template_json(&member_template());
+    assert_eq!(policy_problems(&member), Vec::<String>::new());
+    let reader = &member["Resources"]["ReaderRole"]["Properties"];
+    let trust = reader["AssumeRolePolicyDocument"]["Statement"]
+        .as_array()
+        .unwrap();
+    assert_eq!(trust.len(), 1);
+    assert_eq!(
+        trust[0]["Principal"]["AWS"]["Ref"],
+        "CentralFunctionRoleArn"
+    );
+    // Exactly the read actions of infra/iam/diagnose-policy.json, none of its own writes.
+    let granted: std::collections::BTreeSet<String> =
+        reader["Policies"][0]["PolicyDocument"]["Statement"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["Action"].as_array().unwrap().iter())
+            .filter_map(|a| a.as_str().map(str::to_owned))
+            .collect();
+    let diagnose: Value = serde_json::from_str(
+        &std::fs::read_to_string(support::repo_root().join("infra/iam/diagnose-policy.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let reads: std::collections::BTreeSet<String> = diagnose["Statement"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| match &s["Action"] {
+            Value::Array(a) => a.clone(),
+            other => vec![other.clone()],
+        })
+        .filter_map(|a| a.as_str().map(str::to_owned))
+        .filter(|a| {
+            ["Describe", "Get", "List"]
+                .iter()
+                .any(|p| a.contains(&format!(":{p}")))
+        })
+        .collect();
+    assert_eq!(granted, reads);
+}
+
+#[test]
+fn a_member_role_that_trusts_everyone_is_caught() {
+    let source = std::fs::read_to_string(member_template()).unwrap();
+    let from = "Principal: {AWS: !Ref CentralFunctionRoleArn}";
+    assert!(source.contains(from));
+    let dir = support::repo_root().join("target/templates");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("member-trust-{}.yaml", std::process::id()));
+    std::fs::write(&path, source.replacen(from, "Principal: {AWS: \"*\"}", 1)).unwrap();
+    let member = template_json(&path);
+    assert_ne!(
+        member["Resources"]["ReaderRole"]["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]
+            ["Principal"]["AWS"]["Ref"],
+        "CentralFunctionRoleArn"
+    );
 }
 
 #[test]

@@ -13,18 +13,21 @@ use serde_json::{Value, json};
 
 const READ_PREFIXES: [&str; 3] = ["Describe", "Get", "List"];
 /// Actions the bot needs only on its own resources: its writes, its secret and the key of its SecureString.
-const OWN_WRITES: [&str; 6] = [
+const OWN_WRITES: [&str; 8] = [
     "sns:Publish",
     "sqs:SendMessage",
     "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:DeleteItem",
     "secretsmanager:GetSecretValue",
     "ssm:GetParameter",
     "kms:Decrypt",
 ];
 
 /// Every problem with an IAM policy document, empty when it is read-only.
-/// Reads whose names do not say so (querying an AMP workspace), granted only on a named resource.
-const SCOPED_READS: [&str; 1] = ["aps:QueryMetrics"];
+/// Reads whose names do not say so (querying an AMP workspace, assuming the
+/// read-only member role), granted only on named resources.
+const SCOPED_READS: [&str; 2] = ["aps:QueryMetrics", "sts:AssumeRole"];
 
 fn iam_problems(policy: &Value) -> Vec<String> {
     let mut problems = Vec::new();

@@ -108,3 +108,103 @@ impl ThreadStore for DynamoDbThreads {
         }
     }
 }
+
+/// DynamoDB as the ledger of published transitions: one item per diagnosis
+/// id (partition key `transition`), claimed with a conditional write, kept a
+/// day (TTL attribute `expires_at`): SNS and EventBridge deliver within
+/// seconds of each other, retries within hours.
+#[derive(Debug, Clone)]
+pub struct DynamoDbTransitions {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+}
+
+impl DynamoDbTransitions {
+    pub fn new(aws: &SdkConfig, table: String) -> Self {
+        DynamoDbTransitions {
+            client: aws_sdk_dynamodb::Client::new(aws),
+            table,
+        }
+    }
+
+    fn failure<E, R>(
+        &self,
+        action: &str,
+        e: &aws_smithy_runtime_api::client::result::SdkError<E, R>,
+    ) -> Error
+    where
+        E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug,
+    {
+        sdk_failure(
+            "dynamodb",
+            &format!("dynamodb:{action} on {}", self.table),
+            e,
+        )
+    }
+}
+
+impl crate::publish::once::TransitionLedger for DynamoDbTransitions {
+    async fn claim(&self, id: &str, now: DateTime<Utc>) -> Result<bool> {
+        let stale = now - crate::publish::once::STALE_CLAIM;
+        let answer = self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .item("transition", AttributeValue::S(id.to_owned()))
+            .item("state", AttributeValue::S("claimed".to_owned()))
+            .item("claimed_at", AttributeValue::N(now.timestamp().to_string()))
+            .item(
+                "expires_at",
+                AttributeValue::N((now + chrono::Duration::days(1)).timestamp().to_string()),
+            )
+            .condition_expression(
+                "attribute_not_exists(#transition) OR (#state = :claimed AND claimed_at < :stale)",
+            )
+            .expression_attribute_names("#transition", "transition")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":claimed", AttributeValue::S("claimed".to_owned()))
+            .expression_attribute_values(":stale", AttributeValue::N(stale.timestamp().to_string()))
+            .send()
+            .await;
+        match answer {
+            Ok(_) => Ok(true),
+            Err(e) if service_error_code(&e) == Some("ConditionalCheckFailedException") => {
+                Ok(false)
+            }
+            Err(e) => Err(self.failure("PutItem", &e)),
+        }
+    }
+
+    async fn published(&self, id: &str) -> Result<()> {
+        self.client
+            .update_item()
+            .table_name(&self.table)
+            .key("transition", AttributeValue::S(id.to_owned()))
+            .update_expression("SET #state = :published")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":published", AttributeValue::S("published".to_owned()))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| self.failure("UpdateItem", &e))
+    }
+
+    async fn release(&self, id: &str) -> Result<()> {
+        let answer = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .key("transition", AttributeValue::S(id.to_owned()))
+            .condition_expression("#state = :claimed")
+            .expression_attribute_names("#state", "state")
+            .expression_attribute_values(":claimed", AttributeValue::S("claimed".to_owned()))
+            .send()
+            .await;
+        match answer {
+            Ok(_) => Ok(()),
+            Err(e) if service_error_code(&e) == Some("ConditionalCheckFailedException") => Ok(()),
+            Err(e) => Err(self.failure("DeleteItem", &e)),
+        }
+    }
+}

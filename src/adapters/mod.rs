@@ -1,6 +1,7 @@
 //! Adapters: turn the outside world into the plain data the core works on.
 //! One per technology, each built once per cold start.
 
+pub mod accounts;
 pub mod cloudwatch;
 pub mod container_insights;
 pub mod dynamodb;
@@ -139,6 +140,8 @@ pub struct AwsSources {
     pub kubernetes: kubernetes::KubeSource,
     /// Where pod series come from when no Prometheus is configured.
     pub container_insights: container_insights::ContainerInsightsSource,
+    /// Sources for other accounts and regions; `None` for sources that read one only.
+    pub accounts: Option<std::sync::Arc<accounts::AccountScope>>,
 }
 
 impl AwsSources {
@@ -160,6 +163,7 @@ impl AwsSources {
             });
         let cloudwatch = cloudwatch::CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(config));
         AwsSources {
+            accounts: None,
             container_insights: container_insights::ContainerInsightsSource::new(
                 cloudwatch.clone(),
             ),
@@ -178,6 +182,42 @@ impl AwsSources {
                 },
                 prometheus,
             ),
+        }
+    }
+}
+
+impl AwsSources {
+    /// The sources a configuration calls for: its own account and region, and
+    /// every other through [`accounts::AccountScope`].
+    pub fn from_config(aws: &aws_config::SdkConfig, config: &crate::config::Config) -> Self {
+        AwsSources::new(aws, &config.cluster).across_accounts(accounts::AccountScope::new(
+            aws.clone(),
+            config.region.clone(),
+            config.cluster.clone(),
+            config.organisation.clone(),
+        ))
+    }
+
+    /// These sources for the home account and region, and through `scope`
+    /// for an alarm anywhere else (the member role of its account).
+    pub fn across_accounts(self, scope: accounts::AccountScope) -> Self {
+        AwsSources {
+            accounts: Some(std::sync::Arc::new(scope)),
+            ..self
+        }
+    }
+}
+
+impl crate::evidence::AccountScoped for AwsSources {
+    async fn scoped_to(
+        &self,
+        partition: &str,
+        account: &str,
+        region: &str,
+    ) -> std::result::Result<Option<Self>, String> {
+        match &self.accounts {
+            Some(scope) => scope.sources_for(partition, account, region).await,
+            None => Ok(None),
         }
     }
 }

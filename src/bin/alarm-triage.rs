@@ -221,7 +221,7 @@ async fn replay(
                 (config, aws)
             }
         };
-        let sources = AwsSources::new(&aws, &config.cluster);
+        let sources = AwsSources::from_config(&aws, &config);
         let destinations = if publish {
             Destinations::new(
                 &aws,

@@ -135,6 +135,18 @@ impl LoadBalancerSource for StaticSources {
     }
 }
 
+impl super::AccountScoped for StaticSources {
+    /// Recorded evidence belongs to one account.
+    async fn scoped_to(
+        &self,
+        _: &str,
+        _: &str,
+        _: &str,
+    ) -> std::result::Result<Option<Self>, String> {
+        Ok(None)
+    }
+}
+
 impl KubernetesSource for StaticSources {
     async fn prepare(&self) -> Result<()> {
         if !self.connect_latency.is_zero() {

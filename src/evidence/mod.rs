@@ -133,11 +133,27 @@ pub trait KubernetesSource: Send + Sync {
 
 /// Everything the diagnose pipeline reads from.
 pub trait EvidenceSources:
-    AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource
+    AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource + AccountScoped
 {
 }
 
-impl<T: AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource> EvidenceSources for T {}
+impl<T: AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource + AccountScoped>
+    EvidenceSources for T
+{
+}
+
+/// Port: the sources that read an alarm where it lives. One bot serves many
+/// accounts and regions; the alarm's ARN says which.
+pub trait AccountScoped: Sized {
+    /// Sources for `account` in `region`: `Ok(None)` when these already read
+    /// there; `Err` says why that account cannot be read (the role, what to deploy).
+    fn scoped_to(
+        &self,
+        partition: &str,
+        account: &str,
+        region: &str,
+    ) -> impl Future<Output = std::result::Result<Option<Self>, String>> + Send;
+}
 
 /// How evidence is collected for this run.
 #[derive(Debug)]
@@ -146,6 +162,8 @@ pub enum Collection<S> {
     Offline,
     /// Read from the sources given.
     Live(S),
+    /// The alarm's account cannot be read: every source is a gap with this reason.
+    Unreachable(String),
 }
 
 /// Budgets for one gathering.

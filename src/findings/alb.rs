@@ -164,7 +164,13 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         }
     }
     let findings = vec![
-        shared_problem(&summaries, threshold, comparison, breach.is_empty(), unit),
+        shared_problem(
+            &summaries,
+            threshold,
+            comparison,
+            breach.is_empty(),
+            (unit, symptom(metric)),
+        ),
         unhealthy_targets(&summaries),
     ];
     AlbAnalysis {
@@ -242,12 +248,23 @@ fn group_line(s: &TargetGroupSummary, unit: &str) -> String {
     )
 }
 
+/// What a breaching group is, in a word, for the alarm's metric.
+fn symptom(metric: &str) -> &'static str {
+    match metric {
+        "TargetResponseTime" | "" => "slow",
+        m if m.contains("5XX") => "failing",
+        m if m.contains("4XX") => "rejecting requests",
+        m if m.contains("HealthyHostCount") => "unhealthy",
+        _ => "breaching",
+    }
+}
+
 fn shared_problem(
     summaries: &[TargetGroupSummary],
     threshold: f64,
     comparison: &str,
     no_breach: bool,
-    unit: &str,
+    (unit, symptom): (&str, &str),
 ) -> Finding {
     let with_data: Vec<&TargetGroupSummary> = summaries
         .iter()
@@ -290,7 +307,9 @@ fn shared_problem(
         (
             Verdict::Inconclusive,
             "The load balancer has a single target group: the ALB and the service cannot be told apart by a breakdown.".to_owned(),
-            culprits.first().map(|c| format!("target group {} is slow", c.label())),
+            culprits
+                .first()
+                .map(|c| format!("target group {} is {symptom}", c.label())),
         )
     } else if slow.len() * 2 > with_data.len() {
         (
@@ -302,7 +321,7 @@ fn shared_problem(
                 names(&slow)
             ),
             Some(format!(
-                "{} of {} target groups slow at once",
+                "{} of {} target groups {symptom} at once",
                 slow.len(),
                 with_data.len()
             )),
@@ -336,7 +355,7 @@ fn shared_problem(
                 }
             ),
             Some(format!(
-                "target group {} is slow while {} normal",
+                "target group {} is {symptom} while {} normal",
                 names(&culprits),
                 match summaries.len() - culprits.len() {
                     1 => "the other group stays".to_owned(),

@@ -54,6 +54,21 @@ fn offline_sources(plan: &Plan) -> Vec<&'static str> {
     out
 }
 
+/// An investigation with nothing read: every source the plan names is a gap with `reason`.
+fn not_collected(plan: &Plan, facts: &AlarmFacts, reason: &str) -> Investigation {
+    let evidence = GatheredEvidence {
+        gaps: offline_sources(plan)
+            .into_iter()
+            .map(|source| EvidenceGap {
+                source: source.to_owned(),
+                reason: reason.to_owned(),
+            })
+            .collect(),
+        ..GatheredEvidence::default()
+    };
+    Investigation::of(facts, evidence)
+}
+
 /// Everything phase 1 brings back.
 #[derive(Debug, Default)]
 struct CloudData {
@@ -82,18 +97,10 @@ pub async fn gather<S: EvidenceSources>(
 ) -> Investigation {
     let plan = plan(alarm);
     let facts = AlarmFacts::from_notification(alarm);
-    let Collection::Live(sources) = collection else {
-        let evidence = GatheredEvidence {
-            gaps: offline_sources(&plan)
-                .into_iter()
-                .map(|source| EvidenceGap {
-                    source: source.to_owned(),
-                    reason: "not collected (offline)".to_owned(),
-                })
-                .collect(),
-            ..GatheredEvidence::default()
-        };
-        return Investigation::of(&facts, evidence);
+    let sources = match collection {
+        Collection::Live(sources) => sources,
+        Collection::Offline => return not_collected(&plan, &facts, "not collected (offline)"),
+        Collection::Unreachable(reason) => return not_collected(&plan, &facts, reason),
     };
     let ledger = Ledger::new(budget.overall, budget.per_source);
     let window = Window {

@@ -54,21 +54,31 @@ pub fn notification_from_event(event: &Value) -> Result<AlarmNotification> {
             expected: "source aws.cloudwatch, detail-type \"CloudWatch Alarm State Change\"",
         });
     }
-    let detail = event.get("detail").ok_or_else(|| invalid("detail", event))?;
+    let detail = event
+        .get("detail")
+        .ok_or_else(|| invalid("detail", event))?;
     let state = |which: &str| -> Result<(AlarmState, Option<Timestamp>, String, Option<Value>)> {
         let value = text(detail, &format!("/{which}/value"))
             .ok_or_else(|| invalid(&format!("detail.{which}.value"), event))?;
-        let value: AlarmState = serde_json::from_value(Value::String(value.to_owned()))
-            .map_err(|_| invalid(&format!("detail.{which}.value (ALARM, OK or INSUFFICIENT_DATA)"), event))?;
+        let value: AlarmState =
+            serde_json::from_value(Value::String(value.to_owned())).map_err(|_| {
+                invalid(
+                    &format!("detail.{which}.value (ALARM, OK or INSUFFICIENT_DATA)"),
+                    event,
+                )
+            })?;
         let timestamp = text(detail, &format!("/{which}/timestamp")).and_then(Timestamp::parse);
-        let reason = text(detail, &format!("/{which}/reason")).unwrap_or_default().to_owned();
+        let reason = text(detail, &format!("/{which}/reason"))
+            .unwrap_or_default()
+            .to_owned();
         // reasonData is a JSON document inside a string.
         let data = text(detail, &format!("/{which}/reasonData"))
             .and_then(|s| serde_json::from_str::<Value>(s).ok());
         Ok((value, timestamp, reason, data))
     };
     let (new_state, timestamp, reason, reason_data) = state("state")?;
-    let (old_state, _, _, _) = state("previousState").unwrap_or((AlarmState::InsufficientData, None, String::new(), None));
+    let (old_state, _, _, _) =
+        state("previousState").unwrap_or((AlarmState::InsufficientData, None, String::new(), None));
     let state_change_time = timestamp
         .or_else(|| text(event, "/time").and_then(Timestamp::parse))
         .ok_or_else(|| invalid("detail.state.timestamp", event))?;
@@ -163,7 +173,9 @@ fn metric_of(metric: &Value) -> MetricIdentity {
 }
 
 fn as_u32(value: Option<&Value>) -> Option<u32> {
-    value.and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok())
+    value
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
 }
 
 /// The trigger of a metric alarm: one metric becomes the SNS form's single
@@ -227,7 +239,10 @@ fn trigger_from(configuration: &Value, reason: &str, reason_data: Option<&Value>
                 trigger.period = trigger.period.or(stat.period);
                 let statistic = stat.stat.clone();
                 // pNN, tmNN and the like are extended statistics.
-                if statistic.as_deref().is_some_and(|s| s.chars().next().is_some_and(|c| c.is_ascii_lowercase())) {
+                if statistic
+                    .as_deref()
+                    .is_some_and(|s| s.chars().next().is_some_and(|c| c.is_ascii_lowercase()))
+                {
                     trigger.statistic_type = Some("ExtendedStatistic".to_owned());
                     trigger.extended_statistic = statistic;
                 } else {
@@ -262,8 +277,14 @@ impl ReasonCounts {
         let evaluation_periods = number_after("out of the last ").and_then(|n| n.parse().ok());
         let datapoints_to_alarm = number_after("(minimum ").and_then(|n| n.parse().ok());
         let comparison = [
-            ("greater than or equal to the threshold", "GreaterThanOrEqualToThreshold"),
-            ("less than or equal to the threshold", "LessThanOrEqualToThreshold"),
+            (
+                "greater than or equal to the threshold",
+                "GreaterThanOrEqualToThreshold",
+            ),
+            (
+                "less than or equal to the threshold",
+                "LessThanOrEqualToThreshold",
+            ),
             ("greater than the threshold", "GreaterThanThreshold"),
             ("less than the threshold", "LessThanThreshold"),
         ]
@@ -273,12 +294,10 @@ impl ReasonCounts {
             reason.contains(phrase)
         })
         .map(|(_, operator)| operator);
-        let threshold = reason
-            .find("the threshold (")
-            .and_then(|i| {
-                let tail = &reason[i + "the threshold (".len()..];
-                tail[..tail.find(')')?].parse().ok()
-            });
+        let threshold = reason.find("the threshold (").and_then(|i| {
+            let tail = &reason[i + "the threshold (".len()..];
+            tail[..tail.find(')')?].parse().ok()
+        });
         ReasonCounts {
             evaluation_periods,
             datapoints_to_alarm,

@@ -14,13 +14,17 @@ fn sns_message(name: &str) -> AlarmNotification {
 
 #[test]
 fn a_single_metric_alarm_maps_onto_the_sns_form_with_what_the_reason_says() {
-    let alarm = notification_from_event(&event("eventbridge-alb-alarm-target-response-time")).unwrap();
+    let alarm =
+        notification_from_event(&event("eventbridge-alb-alarm-target-response-time")).unwrap();
     assert_eq!(alarm.kind(), AlarmKind::SingleMetric);
     let trigger = alarm.trigger.as_ref().unwrap();
     assert_eq!(trigger.metric_name.as_deref(), Some("TargetResponseTime"));
     assert_eq!(trigger.statistic.as_deref(), Some("Average"));
     assert_eq!(trigger.threshold, Some(0.8));
-    assert_eq!(trigger.comparison_operator.as_deref(), Some("GreaterThanThreshold"));
+    assert_eq!(
+        trigger.comparison_operator.as_deref(),
+        Some("GreaterThanThreshold")
+    );
     assert_eq!(trigger.evaluation_periods, Some(2));
     assert_eq!(trigger.datapoints_to_alarm, Some(2));
     assert_eq!(trigger.period, Some(60));
@@ -48,7 +52,10 @@ fn a_metric_math_rate_keeps_its_queries_and_reads_its_numerator() {
         Some("HTTPCode_Target_5XX_Count")
     );
     let trigger = alarm.trigger.as_ref().unwrap();
-    assert_eq!((trigger.evaluation_periods, trigger.datapoints_to_alarm), (Some(5), Some(3)));
+    assert_eq!(
+        (trigger.evaluation_periods, trigger.datapoints_to_alarm),
+        (Some(5), Some(3))
+    );
     assert_eq!(trigger.threshold, Some(1.0));
 }
 
@@ -57,7 +64,12 @@ fn an_anomaly_band_alarm_names_its_band() {
     let alarm = notification_from_event(&event("eventbridge-anomaly-alarm-request-count")).unwrap();
     assert_eq!(alarm.kind(), AlarmKind::AnomalyBand);
     assert_eq!(
-        alarm.trigger.as_ref().unwrap().threshold_metric_id.as_deref(),
+        alarm
+            .trigger
+            .as_ref()
+            .unwrap()
+            .threshold_metric_id
+            .as_deref(),
         Some("ad1")
     );
 }
@@ -67,7 +79,13 @@ fn a_composite_alarm_keeps_its_rule_and_the_child_that_fired() {
     let alarm =
         notification_from_event(&event("eventbridge-composite-alarm-checkout-degraded")).unwrap();
     assert_eq!(alarm.kind(), AlarmKind::Composite);
-    assert!(alarm.alarm_rule.as_deref().unwrap().contains("shop-checkout-p99-latency"));
+    assert!(
+        alarm
+            .alarm_rule
+            .as_deref()
+            .unwrap()
+            .contains("shop-checkout-p99-latency")
+    );
     assert_eq!(alarm.triggering_children.len(), 1);
     assert_eq!(
         alarm.triggering_children[0].state.as_ref().map(|s| s.value),
@@ -93,7 +111,9 @@ fn an_alarm_event_without_a_state_says_what_is_missing() {
 
 #[test]
 fn reasons_give_the_comparison_and_the_counts() {
-    let counts = ReasonCounts::parse("Threshold Crossed: 3 out of the last 5 datapoints [1.0 (x)] were less than or equal to the threshold (2.5) (minimum 3 datapoints for OK -> ALARM transition).");
+    let counts = ReasonCounts::parse(
+        "Threshold Crossed: 3 out of the last 5 datapoints [1.0 (x)] were less than or equal to the threshold (2.5) (minimum 3 datapoints for OK -> ALARM transition).",
+    );
     assert_eq!(
         counts,
         ReasonCounts {
