@@ -15,7 +15,8 @@ What moto lacks and alarm-triage relies on:
 5. Composite alarms: PutCompositeAlarm (moto: not implemented); a composite
    is kept as an alarm with a rule, and its state changes are recorded and
    notify like a metric alarm's (history AlarmType CompositeAlarm, the
-   notification with AlarmRule instead of Trigger). DescribeAlarms honours
+   notification with AlarmRule and TriggeringChildren, from the
+   triggeringAlarms of the state's reasonData, instead of Trigger). DescribeAlarms honours
    AlarmTypes as AWS does: without it only metric alarms are listed (moto:
    both kinds, always).
 """
@@ -215,8 +216,10 @@ def _trigger(alarm: Any) -> dict[str, Any]:
     return trigger
 
 
-def notification(alarm: Any, account: str, region: str, old: str, new: str, reason: str, at: datetime) -> dict[str, Any]:
-    """The JSON CloudWatch publishes to SNS for a state change."""
+def notification(alarm: Any, account: str, region: str, old: str, new: str, reason: str, at: datetime,
+                 reason_data: str | None = None) -> dict[str, Any]:
+    """The JSON CloudWatch publishes to SNS for a state change; a composite's
+    carries its rule and the children that triggered it (from reasonData)."""
     message: dict[str, Any] = {
         "AlarmName": alarm.name,
         "AlarmDescription": alarm.description,
@@ -234,6 +237,16 @@ def notification(alarm: Any, account: str, region: str, old: str, new: str, reas
     }
     if getattr(alarm, "rule", None):
         message["AlarmRule"] = alarm.rule
+        try:
+            children = json.loads(reason_data or "{}").get("triggeringAlarms") or []
+        except (ValueError, AttributeError):
+            children = []
+        if children:
+            message["TriggeringChildren"] = [
+                {"Arn": c.get("arn"), "State": {"Value": (c.get("state") or {}).get("value"),
+                                                "Timestamp": (c.get("state") or {}).get("timestamp")}}
+                for c in children
+            ]
     else:
         message["Trigger"] = _trigger(alarm)
     return message
@@ -272,7 +285,7 @@ def _set_alarm_state(self: Any, alarm_name: str, reason: str, reason_data: str, 
             _history_item(alarm_name, alarm_type, at, old, state_value, old_reason, reason, reason_data)
         )
     if alarm.actions_enabled:
-        message = notification(alarm, self.account_id, self.region_name, old, state_value, reason, at)
+        message = notification(alarm, self.account_id, self.region_name, old, state_value, reason, at, reason_data)
         _publish(self.account_id, self.region_name, alarm, message, state_value)
 
 
