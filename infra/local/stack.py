@@ -589,7 +589,6 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
                        MEMBER_ACCOUNT_ID=organisation["member_account"])
         else:
             facts = seed(world, endpoint)
-        facts["delivered_via"] = default_via(facts)
 
         kube_url = start_kubernetes(world, state, processes, prometheus_url, {g["name"]: g["arn"] for g in facts["target_groups"]})
         env["KUBE_API_URL"] = kube_url
@@ -616,7 +615,7 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
             env["LAMBDA_INVOKE_URL"] = start_function(
                 state, processes, "diagnose", env, facts, facts["alarm_topic_arn"], lambda_env, instances=lambda_instances,
                 retries=lambda_retries, retry_delays=lambda_retry_delays, on_failure_queue=facts["failed_events_queue_url"],
-                subscribe="sns" in VIA[facts["delivered_via"]],
+                subscribe="sns" in VIA[default_via(facts)],
             )
         if notify:
             slack_url, slack_env = start_slack(state, processes, env, facts, notify)
@@ -1085,7 +1084,7 @@ def deliver(state: Path, to: str | None = None, via: str | None = None, invoke: 
     env = _read_env(state)
     facts = json.loads((state / "facts.json").read_text())
     world = worlds.load(Path((state / "world").read_text()))
-    via = via or facts.get("delivered_via") or default_via(facts)
+    via = via or default_via(facts)
     channels = VIA[via]
     transition = dict(world.spec["alarm"]["deliver"])
     if to:
