@@ -1,9 +1,14 @@
-"""SNS -> Lambda bridge for the local world.
+"""SNS -> Lambda bridge for the local world, and Lambda's asynchronous
+invocation for EventBridge.
 
 moto cannot invoke a Lambda without Docker, so an SNS HTTP subscription points
 here; each notification is turned into the Lambda SNS event AWS would build
 and handed to cargo-lambda's runtime emulator the way Lambda handles an
-asynchronous invocation:
+asynchronous invocation. An EventBridge rule's Lambda target is an
+asynchronous invocation too, of the event itself (not wrapped in Records):
+`POST /eventbridge` with the event as body queues it exactly as it is and
+answers 202, as Lambda's asynchronous Invoke does; from there both kinds go
+the same way:
 
 - the notification is acknowledged at once and queued; up to --concurrency
   invocations run at a time (one per warm instance of the function);
@@ -14,10 +19,12 @@ asynchronous invocation:
   Lambda's shape goes to the --on-failure-queue SQS queue, so every
   notification ends either as the function's success or in that queue.
 
-Every attempt is appended to a JSON-lines log: message_id, status,
-function_error, body, seconds, and attempt (1-based), final (no attempt
-follows), request_id (the same for every attempt of one event); a final
-failure also has on_failure ("sent", "no queue", or why sending failed).
+Every attempt is appended to a JSON-lines log: message_id (the SNS
+MessageId, or the EventBridge event's id), status, function_error, body,
+seconds, and attempt (1-based), final (no attempt follows), request_id (the
+same for every attempt of one event); a final failure also has on_failure
+("sent", "no queue", or why sending failed). An EventBridge event's attempts
+also have via: "eventbridge".
 
     python sns_bridge.py --port PORT --invoke URL [--invoke URL ...] --log FILE
         [--concurrency N] [--max-retries N] [--retry-delays 1,2]
@@ -72,6 +79,13 @@ def lambda_event(envelope: dict[str, Any], subscription_arn: str) -> dict[str, A
     }
 
 
+def event_id(event: dict[str, Any]) -> str:
+    """The SNS MessageId of a Lambda SNS event, or an EventBridge event's id."""
+    if "Records" in event:
+        return event["Records"][0]["Sns"]["MessageId"]
+    return str(event.get("id"))
+
+
 def failure_record(event: dict[str, Any], request_id: str, function_arn: str, attempts: int,
                    function_error: str | None, body: str) -> dict[str, Any]:
     """What Lambda sends to an on-failure destination once retries are exhausted."""
@@ -116,6 +130,14 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             self._reply(400, b"not JSON")
             return
+        if self.path.rstrip("/") == "/eventbridge":
+            # An EventBridge rule invoking its Lambda target: the event as it is.
+            if not isinstance(envelope, dict) or "detail-type" not in envelope or "id" not in envelope:
+                self._reply(400, b"not an EventBridge event (id, detail-type)")
+                return
+            self.server.submit(envelope)  # type: ignore[attr-defined]
+            self._reply(202)
+            return
         if envelope.get("Type") == "SubscriptionConfirmation" and envelope.get("SubscribeURL"):
             try:
                 urllib.request.urlopen(envelope["SubscribeURL"], timeout=5).read()
@@ -137,7 +159,7 @@ class Bridge(ThreadingHTTPServer):
     def __init__(self, port: int, invoke_urls: list[str], log_path: str, *, concurrency: int = 1,
                  max_retries: int = 2, retry_delays: list[float] | None = None,
                  on_failure_queue: str | None = None, endpoint: str | None = None,
-                 function_arn: str = DEFAULT_FUNCTION_ARN):
+                 function_arn: str = DEFAULT_FUNCTION_ARN, credentials: dict[str, str] | None = None):
         super().__init__(("127.0.0.1", port), Handler)
         self.invoke_urls = itertools.cycle(invoke_urls)
         self.log_path = log_path
@@ -145,11 +167,13 @@ class Bridge(ThreadingHTTPServer):
         self.retry_delays = retry_delays or [1.0, 2.0]
         self.function_arn = function_arn
         self.on_failure_queue = on_failure_queue
-        self.sqs = _sqs_client(endpoint, function_arn) if on_failure_queue else None
+        self.sqs = _sqs_client(endpoint, function_arn, credentials) if on_failure_queue else None
         self.lock = threading.Lock()
         # Lambda's internal event queue: notifications wait here, not in the emulator,
         # so an invocation's timeout only runs while the function works on it.
         self.events: queue.Queue = queue.Queue()
+        # The last record of every event (its success, or its final failure), for callers that wait.
+        self.finished: list[dict[str, Any]] = []
         for _ in range(max(1, concurrency)):
             threading.Thread(target=self._work, daemon=True).start()
 
@@ -166,7 +190,9 @@ class Bridge(ThreadingHTTPServer):
             url = next(self.invoke_urls)
         started = time.time()
         request = urllib.request.Request(url, data=json.dumps(event).encode(), headers={"Content-Type": "application/json"}, method="POST")
-        record: dict[str, Any] = {"message_id": event["Records"][0]["Sns"]["MessageId"]}
+        record: dict[str, Any] = {"message_id": event_id(event)}
+        if "Records" not in event:
+            record["via"] = "eventbridge"
         try:
             with urllib.request.urlopen(request, timeout=120) as response:
                 record.update(status=response.status, function_error=response.headers.get("X-Amz-Function-Error"), body=response.read().decode(errors="replace"))
@@ -187,7 +213,20 @@ class Bridge(ThreadingHTTPServer):
             timer.start()
         with self.lock, open(self.log_path, "a") as log:
             log.write(json.dumps(record) + "\n")
+            if final:
+                self.finished.append(record)
         return record
+
+    def wait_finished(self, count: int, timeout: float) -> list[dict[str, Any]]:
+        """Waits until `count` events have had their last attempt; returns their last records."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            with self.lock:
+                if len(self.finished) >= count:
+                    return list(self.finished)
+            time.sleep(0.05)
+        with self.lock:
+            return list(self.finished)
 
     def _send_failure(self, event: dict[str, Any], request_id: str, attempts: int, record: dict[str, Any]) -> str:
         if not self.sqs:
@@ -201,11 +240,17 @@ class Bridge(ThreadingHTTPServer):
             return f"error: {error}"
 
 
-def _sqs_client(endpoint: str | None, function_arn: str) -> Any:
+def _sqs_client(endpoint: str | None, function_arn: str, credentials: dict[str, str] | None = None) -> Any:
+    """An SQS client in the function's region, with these credentials (AccessKeyId,
+    SecretAccessKey, SessionToken) or the environment's."""
     import boto3
 
     region = function_arn.split(":")[3]
-    return boto3.session.Session(region_name=region).client("sqs", endpoint_url=endpoint)
+    keys = {}
+    if credentials:
+        keys = {"aws_access_key_id": credentials["AccessKeyId"], "aws_secret_access_key": credentials["SecretAccessKey"],
+                "aws_session_token": credentials.get("SessionToken")}
+    return boto3.session.Session(region_name=region, **keys).client("sqs", endpoint_url=endpoint)
 
 
 def main() -> None:

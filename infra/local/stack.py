@@ -3,8 +3,10 @@
     stack.py up WORLD_DIR [--state DIR] [--lambda] [--notify webhook|bot] [--json]
                           [--lambda-instances N] [--lambda-retries N] [--lambda-retry-delays S,S]
                                                               start everything, seed the world, print the environment
-    stack.py deliver [--state DIR] [--to STATE]               make the world's alarm change state; the real
-                                                              notification goes out through SNS; prints the captured event file
+    stack.py deliver [--state DIR] [--to STATE] [--via sns|eventbridge|both] [--invoke URL]
+                                                              make the world's alarm change state; the function hears of it
+                                                              through SNS (default), EventBridge (default with an organisation)
+                                                              or both; prints the event file
     stack.py storm [--state DIR] [--alarms 20] [--load-balancers 3] [--notifications 200] [--within 10] [--json]
                                                               an alarm storm: more ALBs and alarms, many real state changes
     stack.py down [--state DIR]                               stop every process this stack started (by PID) and free its ports
@@ -23,6 +25,12 @@ With --lambda, the diagnose function runs as Lambda runs it for SNS: invoked
 asynchronously by sns_bridge.py, on --lambda-instances warm instances polling
 one emulator, retried --lambda-retries times (default 0, so a test can retry
 by hand), then recorded in the failed-events queue (FAILED_EVENTS_QUEUE_URL).
+EventBridge events go through the same bridge (POST /eventbridge).
+
+A world with an `organisation` lives in a member account: everything of the
+world is seeded there through a role assumed from the central account, where
+the function runs with the credentials of its role alarm-triage-diagnose
+(HOME_ACCOUNT_ID, MEMBER_ROLE_NAME); see docs/worlds.md.
 """
 
 from __future__ import annotations
@@ -41,7 +49,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timedelta
+import uuid
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Callable
 
@@ -164,13 +173,114 @@ def wait_http(name: str, url: str, process: subprocess.Popen, log: Path, timeout
 
 # --- seeding ----------------------------------------------------------------------------
 
-def clients(endpoint: str, region: str, names: tuple[str, ...] = ("ec2", "elbv2", "eks", "sns", "sqs", "cloudwatch", "iam")) -> dict[str, Any]:
+def clients(endpoint: str, region: str, names: tuple[str, ...] = ("ec2", "elbv2", "eks", "sns", "sqs", "cloudwatch", "iam"),
+            credentials: dict[str, str] | None = None) -> dict[str, Any]:
+    """Clients signed with the fake `testing` keys (the world's account, or the
+    central account of an organisation), or with these STS credentials."""
     import boto3
 
+    keys = credentials or {"AccessKeyId": "testing", "SecretAccessKey": "testing", "SessionToken": "testing"}
     session = boto3.session.Session(
-        aws_access_key_id="testing", aws_secret_access_key="testing", aws_session_token="testing", region_name=region
+        aws_access_key_id=keys["AccessKeyId"], aws_secret_access_key=keys["SecretAccessKey"],
+        aws_session_token=keys["SessionToken"], region_name=region,
     )
     return {name: session.client(name, endpoint_url=endpoint) for name in names}
+
+
+# --- organisation: a member account read from a central one ------------------------------
+
+DIAGNOSE_ROLE = "alarm-triage-diagnose"
+# What AWS Organizations creates in every account it creates, trusted by the management account.
+BOOTSTRAP_ROLE = "OrganizationAccountAccessRole"
+MEMBER_ROLE_ACTIONS = ["cloudwatch:DescribeAlarms", "cloudwatch:DescribeAlarmHistory", "cloudwatch:GetMetricData",
+                       "cloudwatch:ListMetrics", "elasticloadbalancing:Describe*", "eks:DescribeCluster",
+                       "ec2:DescribeInstances", "tag:GetResources"]
+
+
+def _policy(statements: list[dict[str, Any]]) -> str:
+    return json.dumps({"Version": "2012-10-17", "Statement": statements})
+
+
+def assume(endpoint: str, region: str, role_arn: str, session: str, credentials: dict[str, str] | None = None,
+           duration: int = 3600) -> dict[str, str]:
+    """sts:AssumeRole through moto (which checks the trust policy, see
+    moto_world/sts_ext.py); returns AccessKeyId, SecretAccessKey, SessionToken."""
+    import botocore.exceptions
+
+    sts = clients(endpoint, region, ("sts",), credentials)["sts"]
+    try:
+        answer = sts.assume_role(RoleArn=role_arn, RoleSessionName=session, DurationSeconds=duration)["Credentials"]
+    except botocore.exceptions.ClientError as error:
+        raise StackError(f"could not assume {role_arn}: {error}")
+    return {k: answer[k] for k in ("AccessKeyId", "SecretAccessKey", "SessionToken")}
+
+
+def set_up_organisation(world: worlds.World, endpoint: str) -> dict[str, Any]:
+    """The roles of a world with an organisation. In the central account A
+    (where keys moto did not issue act): `alarm-triage-diagnose`, the
+    function's role. In the member account B: OrganizationAccountAccessRole,
+    trusted by A's root as AWS Organizations makes it (created with moto's
+    x-moto-account-id header, the one request that acts in B without B's
+    credentials), then through it, with B's credentials, the member role
+    (when `present`) that only alarm-triage-diagnose may assume. Returns the
+    roles' ARNs, B's credentials (for seeding) and the function's."""
+    org = worlds.organisation(world)
+    assert org is not None
+    region = world.spec["region"]
+    home, member, reader = org["central_account"], org["member_account"], org["member_role"]["name"]
+    iam = clients(endpoint, region, ("iam",))["iam"]
+    diagnose_role = iam.create_role(
+        RoleName=DIAGNOSE_ROLE, MaxSessionDuration=43200, Description="alarm-triage diagnose function",
+        AssumeRolePolicyDocument=_policy([
+            {"Effect": "Allow", "Principal": {"Service": "lambda.amazonaws.com"}, "Action": "sts:AssumeRole"},
+            # The local stack stands in for the Lambda service when it hands the function its credentials.
+            {"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{home}:root"}, "Action": "sts:AssumeRole"},
+        ]),
+    )["Role"]["Arn"]
+    iam.put_role_policy(RoleName=DIAGNOSE_ROLE, PolicyName="read-member-accounts", PolicyDocument=_policy(
+        [{"Effect": "Allow", "Action": "sts:AssumeRole", "Resource": f"arn:aws:iam::*:role/{reader}"}]))
+
+    in_member = clients(endpoint, region, ("iam",))["iam"]
+    in_member.meta.events.register("before-sign.iam.*", lambda request, **_: request.headers.__setitem__("x-moto-account-id", member))
+    bootstrap_role = in_member.create_role(
+        RoleName=BOOTSTRAP_ROLE, AssumeRolePolicyDocument=_policy(
+            [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{home}:root"}, "Action": "sts:AssumeRole"}]),
+    )["Role"]["Arn"]
+    member_credentials = assume(endpoint, region, bootstrap_role, "alarm-triage-local-seed")
+    identity = clients(endpoint, region, ("sts",), member_credentials)["sts"].get_caller_identity()
+    if identity["Account"] != member:
+        raise StackError(f"the credentials of {bootstrap_role} act in {identity['Account']}, not in the member account {member}")
+
+    member_role = f"arn:aws:iam::{member}:role/{reader}"
+    if org["member_role"]["present"]:
+        member_iam = clients(endpoint, region, ("iam",), member_credentials)["iam"]
+        member_role = member_iam.create_role(
+            RoleName=reader, Description="alarm-triage: read-only access for the central diagnose function",
+            AssumeRolePolicyDocument=_policy(
+                [{"Effect": "Allow", "Principal": {"AWS": diagnose_role}, "Action": "sts:AssumeRole"}]),
+        )["Role"]["Arn"]
+        member_iam.put_role_policy(RoleName=reader, PolicyName="alarm-triage-read", PolicyDocument=_policy(
+            [{"Effect": "Allow", "Action": MEMBER_ROLE_ACTIONS, "Resource": "*"}]))
+    function_credentials = assume(endpoint, region, diagnose_role, "diagnose", duration=43200)
+    return {
+        "public": {
+            "home_account": home, "member_account": member, "diagnose_role_arn": diagnose_role,
+            "bootstrap_role_arn": bootstrap_role, "member_role_name": reader, "member_role_arn": member_role,
+            "member_role_present": org["member_role"]["present"],
+        },
+        "member_credentials": member_credentials,
+        "function_credentials": function_credentials,
+    }
+
+
+def world_clients(endpoint: str, facts: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
+    """Clients acting in the world's own account: the `testing` keys, or for a
+    member account of an organisation, credentials of its bootstrap role."""
+    org = facts.get("organisation")
+    if not org:
+        return clients(endpoint, facts["region"], names)
+    credentials = assume(endpoint, facts["region"], org["bootstrap_role_arn"], "alarm-triage-local")
+    return clients(endpoint, facts["region"], names, credentials)
 
 
 def admin(endpoint: str, route: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -260,11 +370,15 @@ def alarm_dimensions(alarm: dict[str, Any], lb_dims: list[dict[str, str]], group
     return dims
 
 
-def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
-    """Loads the world into moto through the public APIs (and the two admin
-    endpoints for what no public API can set)."""
+def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] | None = None) -> dict[str, Any]:
+    """Loads the world into moto through the public APIs (and the admin
+    endpoints for what no public API can set). With `member_credentials`
+    (a world with an organisation) everything of the world is made with them,
+    in the member account, and what the function writes to (the diagnosis
+    topic and queue, the failed-events queue) in the central account."""
     spec, region, account = world.spec, world.spec["region"], str(world.spec["account"])
-    c = clients(endpoint, region)
+    c = clients(endpoint, region, credentials=member_credentials)
+    home = c if member_credentials is None else clients(endpoint, region)
     facts: dict[str, Any] = {"region": region, "account": account}
 
     vpc = c["ec2"].create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
@@ -345,18 +459,18 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
     # events the diagnose Lambda failed on, retries exhausted, go to the failed-events
     # queue (its on-failure destination).
     alarm_topic = c["sns"].create_topic(Name=ALARM_TOPIC)["TopicArn"]
-    diagnosis_topic = c["sns"].create_topic(Name=DIAGNOSIS_TOPIC)["TopicArn"]
+    diagnosis_topic = home["sns"].create_topic(Name=DIAGNOSIS_TOPIC)["TopicArn"]
     capture_queue = c["sqs"].create_queue(QueueName=CAPTURE_QUEUE)["QueueUrl"]
-    diagnosis_queue = c["sqs"].create_queue(QueueName=DIAGNOSIS_QUEUE)["QueueUrl"]
-    failed_events_queue = c["sqs"].create_queue(QueueName=FAILED_EVENTS_QUEUE)["QueueUrl"]
-    for topic, queue in ((alarm_topic, capture_queue), (diagnosis_topic, diagnosis_queue)):
-        queue_arn = c["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        c["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
+    diagnosis_queue = home["sqs"].create_queue(QueueName=DIAGNOSIS_QUEUE)["QueueUrl"]
+    failed_events_queue = home["sqs"].create_queue(QueueName=FAILED_EVENTS_QUEUE)["QueueUrl"]
+    for owner, topic, queue in ((c, alarm_topic, capture_queue), (home, diagnosis_topic, diagnosis_queue)):
+        queue_arn = owner["sqs"].get_queue_attributes(QueueUrl=queue, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        owner["sns"].subscribe(TopicArn=topic, Protocol="sqs", Endpoint=queue_arn)
     # Email subscribers of the diagnosis topic: one hears everything, one only
     # sustained alarms (a subscription filter policy on the message attributes).
     for address, policy in EMAIL_SUBSCRIBERS.items():
         attributes = {"FilterPolicy": json.dumps(policy)} if policy else {}
-        c["sns"].subscribe(TopicArn=diagnosis_topic, Protocol="email", Endpoint=address, Attributes=attributes)
+        home["sns"].subscribe(TopicArn=diagnosis_topic, Protocol="email", Endpoint=address, Attributes=attributes)
     facts.update(alarm_topic_arn=alarm_topic, diagnosis_topic_arn=diagnosis_topic, capture_queue_url=capture_queue,
                  diagnosis_queue_url=diagnosis_queue, failed_events_queue_url=failed_events_queue)
 
@@ -375,6 +489,10 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
         admin(endpoint, "alarm-history", {"account": account, "region": region, "alarm_name": alarm["name"], "items": history})
     facts["alarm_name"] = alarm["name"]
     facts["alarm_history_items"] = len(history)
+    composite = worlds.composite_alarm(world)
+    if composite:
+        seed_composite_alarm(endpoint, c["cloudwatch"], world, composite, alarm_topic, account, region)
+        facts["composite_alarm_name"] = composite["name"]
 
     cluster_spec = spec["cluster"]
     role = c["iam"].create_role(RoleName="eks-cluster", AssumeRolePolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": []}))["Role"]["Arn"]
@@ -386,6 +504,28 @@ def seed(world: worlds.World, endpoint: str) -> dict[str, Any]:
     facts["cluster_name"] = cluster_spec["name"]
     facts["cluster_endpoint_access"] = "private" if private else "public"
     return facts
+
+
+def composite_reason(child_arn: str, child_state: str, at: datetime) -> str:
+    """A composite's state reason as CloudWatch writes it."""
+    at = at.astimezone(timezone.utc)
+    return f"{child_arn} transitioned to {child_state} at {at:%A} {at.day} {at:%B}, {at:%Y %H:%M:%S} UTC"
+
+
+def seed_composite_alarm(endpoint: str, cloudwatch: Any, world: worlds.World, composite: dict[str, Any],
+                         alarm_topic: str, account: str, region: str) -> None:
+    """The composite alarm ALARM("<the world's alarm>"), notifying the alarm
+    topic like its child, with a history that follows the child's."""
+    cloudwatch.put_composite_alarm(
+        AlarmName=composite["name"], AlarmDescription=composite["description"], AlarmRule=composite["rule"],
+        AlarmActions=[alarm_topic], OKActions=[alarm_topic],
+    )
+    child_arn = cloudwatch.describe_alarms(AlarmNames=[composite["child"]])["MetricAlarms"][0]["AlarmArn"]
+    items = worlds.composite_history(world)
+    for item in items:
+        item["reason"] = composite_reason(child_arn, item.pop("child_state"), datetime.fromisoformat(item["timestamp"]))
+    if items:
+        admin(endpoint, "alarm-history", {"account": account, "region": region, "alarm_name": composite["name"], "items": items})
 
 
 # --- commands ---------------------------------------------------------------------------
@@ -409,12 +549,22 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
     processes = Processes(state)
     try:
         env = dict(CREDENTIALS, AWS_REGION=world.spec["region"], AWS_DEFAULT_REGION=world.spec["region"])
+        organisation = worlds.organisation(world)
 
         moto_port = free_port()
-        moto = processes.start(
-            "moto", [PYTHON, "-m", "moto_world.server", "--port", str(moto_port)],
-            env={**CREDENTIALS, "MOTO_ACCOUNT_ID": str(world.spec["account"])}, cwd=HERE,
-        )
+        if organisation:
+            # Two accounts: no MOTO_ACCOUNT_ID (it would pin every request to one);
+            # the fake keys act in the central account, assumed roles in theirs.
+            moto = processes.start(
+                "moto", [PYTHON, "-m", "moto_world.server", "--port", str(moto_port),
+                         "--home-account", organisation["central_account"]],
+                env=CREDENTIALS, cwd=HERE, unset=("MOTO_ACCOUNT_ID",),
+            )
+        else:
+            moto = processes.start(
+                "moto", [PYTHON, "-m", "moto_world.server", "--port", str(moto_port)],
+                env={**CREDENTIALS, "MOTO_ACCOUNT_ID": str(world.spec["account"])}, cwd=HERE,
+            )
         endpoint = f"http://127.0.0.1:{moto_port}"
         wait_http("moto", f"{endpoint}/_alarm_triage/health", moto, state / "moto.log")
         env["AWS_ENDPOINT_URL"] = endpoint
@@ -424,7 +574,21 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
             env["PROMETHEUS_LOCAL_URL"] = prometheus_url  # for people; the bot reads it through the API server (PROMETHEUS_SERVICE)
             env["PROMETHEUS_FAULT_URL"] = start_fault_proxy(state, processes, "prometheus-faults", prometheus_url)
 
-        facts = seed(world, endpoint)
+        if organisation:
+            accounts = set_up_organisation(world, endpoint)
+            facts = seed(world, endpoint, accounts["member_credentials"])
+            facts["organisation"] = accounts["public"]
+            # The function runs in the central account with its role's credentials
+            # and reads the member account through the member role.
+            function_credentials = accounts["function_credentials"]
+            env.update(AWS_ACCESS_KEY_ID=function_credentials["AccessKeyId"],
+                       AWS_SECRET_ACCESS_KEY=function_credentials["SecretAccessKey"],
+                       AWS_SESSION_TOKEN=function_credentials["SessionToken"],
+                       HOME_ACCOUNT_ID=organisation["central_account"],
+                       MEMBER_ROLE_NAME=organisation["member_role"]["name"],
+                       MEMBER_ACCOUNT_ID=organisation["member_account"])
+        else:
+            facts = seed(world, endpoint)
 
         kube_url = start_kubernetes(world, state, processes, prometheus_url, {g["name"]: g["arn"] for g in facts["target_groups"]})
         env["KUBE_API_URL"] = kube_url
@@ -451,6 +615,7 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
             env["LAMBDA_INVOKE_URL"] = start_function(
                 state, processes, "diagnose", env, facts, facts["alarm_topic_arn"], lambda_env, instances=lambda_instances,
                 retries=lambda_retries, retry_delays=lambda_retry_delays, on_failure_queue=facts["failed_events_queue_url"],
+                subscribe="sns" in VIA[default_via(facts)],
             )
         if notify:
             slack_url, slack_env = start_slack(state, processes, env, facts, notify)
@@ -593,12 +758,14 @@ def start_emulator(state: Path, processes: Processes, name: str) -> str:
 
 def start_function(state: Path, processes: Processes, name: str, env: dict[str, str], facts: dict[str, Any],
                    topic_arn: str, overrides: list[str], instances: int = 1, retries: int = 0,
-                   retry_delays: str = "1,2", on_failure_queue: str | None = None) -> str:
+                   retry_delays: str = "1,2", on_failure_queue: str | None = None, subscribe: bool = True) -> str:
     """`instances` copies of a function binary polling one runtime emulator
     (warm instances, as Lambda scales out), and the SNS HTTP subscription on
     `topic_arn` that invokes them with Lambda SNS events, as an SNS -> Lambda
     subscription would: asynchronously, up to `instances` at a time, with
-    `retries` retries and the failed event sent to `on_failure_queue`.
+    `retries` retries and the failed event sent to `on_failure_queue`. The
+    same bridge takes EventBridge events (POST /eventbridge); without
+    `subscribe` it is not subscribed to the topic (`deliver --via` wires it).
     Returns the invoke URL."""
     variable = f"{name.upper().replace('-', '_')}_BINARY"
     binary = Path(os.environ.get(variable, ROOT / "target" / "debug" / name))
@@ -634,15 +801,25 @@ def start_function(state: Path, processes: Processes, name: str, env: dict[str, 
         PYTHON, str(HERE / "sns_bridge.py"), "--port", str(bridge_port), "--log", str(state / log),
         "--invoke", f"{invoke}/2015-03-31/functions/_/invocations", "--concurrency", str(instances),
         "--max-retries", str(retries), "--retry-delays", retry_delays,
-        "--function-arn", f"arn:aws:lambda:{facts['region']}:{facts['account']}:function:{name}:$LATEST",
+        "--function-arn", f"arn:aws:lambda:{facts['region']}:{function_account(facts)}:function:{name}:$LATEST",
     ]
     if on_failure_queue:
         argv += ["--on-failure-queue", on_failure_queue, "--endpoint", env["AWS_ENDPOINT_URL"]]
     bridge = processes.start(f"{name}-bridge" if name != "diagnose" else "sns-bridge", argv, env=CREDENTIALS)
     wait_http(f"{name} SNS bridge", f"http://127.0.0.1:{bridge_port}/healthz", bridge, state / f"{name}-bridge.log")
-    c = clients(env["AWS_ENDPOINT_URL"], facts["region"])
-    c["sns"].subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=f"http://127.0.0.1:{bridge_port}/sns")
+    if name == "diagnose":
+        facts["diagnose_bridge_url"] = f"http://127.0.0.1:{bridge_port}"
+        facts["sns_wired"] = subscribe
+    if subscribe:
+        # The alarm topic lives in the world's account (a member account's, in an organisation).
+        owner = world_clients(env["AWS_ENDPOINT_URL"], facts, ("sns",)) if topic_arn == facts["alarm_topic_arn"] else clients(env["AWS_ENDPOINT_URL"], facts["region"])
+        owner["sns"].subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=f"http://127.0.0.1:{bridge_port}/sns")
     return invoke
+
+
+def function_account(facts: dict[str, Any]) -> str:
+    """The account the functions run in: the world's, or the organisation's central account."""
+    return (facts.get("organisation") or {}).get("home_account", facts["account"])
 
 
 # --- Slack --------------------------------------------------------------------------------
@@ -694,30 +871,332 @@ def start_slack(state: Path, processes: Processes, env: dict[str, str], facts: d
     return url, notify_env
 
 
-def deliver(state: Path, to: str | None = None) -> int:
+# --- delivery: SNS and EventBridge ---------------------------------------------------------
+
+# What reaches the function for each `deliver --via`.
+VIA = {"sns": ("sns",), "eventbridge": ("eventbridge",), "both": ("sns", "eventbridge")}
+EVENTBRIDGE_DETAIL_TYPE = "CloudWatch Alarm State Change"
+COMPARISON_WORDS = {
+    "GreaterThanThreshold": "greater than", "GreaterThanOrEqualToThreshold": "greater than or equal to",
+    "LessThanThreshold": "less than", "LessThanOrEqualToThreshold": "less than or equal to",
+}
+COMPARISON_TESTS: dict[str, Callable[[float, float], bool]] = {
+    "GreaterThanThreshold": lambda v, t: v > t, "GreaterThanOrEqualToThreshold": lambda v, t: v >= t,
+    "LessThanThreshold": lambda v, t: v < t, "LessThanOrEqualToThreshold": lambda v, t: v <= t,
+}
+
+
+def default_via(facts: dict[str, Any]) -> str:
+    """SNS for a single account (the alarm's action), EventBridge for a member
+    account of an organisation (the central bus sees every state change)."""
+    return "eventbridge" if facts.get("organisation") else "sns"
+
+
+def cloudwatch_time(at: datetime) -> str:
+    """2026-11-27T14:32:10.482+0000, as CloudWatch writes times into notifications and events."""
+    at = at.astimezone(timezone.utc)
+    return at.strftime("%Y-%m-%dT%H:%M:%S.") + f"{at.microsecond // 1000:03d}+0000"
+
+
+def _describe_alarm(cloudwatch: Any, name: str) -> dict[str, Any]:
+    answer = cloudwatch.describe_alarms(AlarmNames=[name], AlarmTypes=["MetricAlarm", "CompositeAlarm"])
+    found = answer["MetricAlarms"] + answer["CompositeAlarms"]
+    if not found:
+        raise StackError(f"no alarm {name!r} in the world's account")
+    return found[0]
+
+
+def evaluation(cloudwatch: Any, alarm: dict[str, Any], old: str, to: str, until: datetime) -> tuple[str, str]:
+    """What CloudWatch writes when a metric alarm's evaluation changes its
+    state: the state reason ("Threshold Crossed: N out of the last M
+    datapoints [...] were greater than the threshold (X) (minimum K datapoints
+    for OK -> ALARM transition).") and reasonData (a JSON string with the
+    statistic, period, recentDatapoints, threshold and evaluatedDatapoints),
+    from the alarm's own datapoints over its last evaluation periods up to
+    `until` (the world's now, where its data ends)."""
+    period, periods = int(alarm["Period"]), int(alarm["EvaluationPeriods"])
+    needed = int(alarm.get("DatapointsToAlarm") or periods)
+    statistic = alarm.get("ExtendedStatistic") or alarm["Statistic"]
+    threshold = float(alarm["Threshold"])
+    query_date = datetime.now(timezone.utc)
+    end = min(until, query_date)
+    end = end - timedelta(seconds=int(end.timestamp()) % period, microseconds=end.microsecond)
+    start = end - timedelta(seconds=period * periods)
+    metric = {"Namespace": alarm["Namespace"], "MetricName": alarm["MetricName"], "Dimensions": alarm.get("Dimensions", [])}
+    answer = cloudwatch.get_metric_data(
+        MetricDataQueries=[{"Id": "v", "MetricStat": {"Metric": metric, "Period": period, "Stat": statistic}},
+                           {"Id": "n", "MetricStat": {"Metric": metric, "Period": period, "Stat": "SampleCount"}}],
+        StartTime=start, EndTime=end, ScanBy="TimestampAscending",
+    )["MetricDataResults"]
+    series = {r["Id"]: dict(zip(r["Timestamps"], r["Values"])) for r in answer}
+    points = sorted(series.get("v", {}).items())  # oldest first
+    test = COMPARISON_TESTS[alarm["ComparisonOperator"]]
+    words = COMPARISON_WORDS[alarm["ComparisonOperator"]]
+    if to == "INSUFFICIENT_DATA":
+        missing = max(periods - len(points), 1)
+        reason = f"Insufficient Data: {missing} datapoint{'s were' if missing != 1 else ' was'} unknown."
+    else:
+        breaching = to == "ALARM"
+        chosen = [(t, v) for t, v in points if test(v, threshold) == breaching]
+        listed = ", ".join(f"{v!r} ({t.astimezone(timezone.utc):%d/%m/%y %H:%M:%S})" for t, v in reversed(chosen))
+        verb = ("were" if len(chosen) != 1 else "was") + ("" if breaching else " not")
+        reason = (f"Threshold Crossed: {len(chosen)} out of the last {periods} datapoints [{listed}] {verb} {words} "
+                  f"the threshold ({threshold!r}) (minimum {needed} datapoint{'s' if needed != 1 else ''} "
+                  f"for {old} -> {to} transition).")
+    data = {
+        "version": "1.0",
+        "queryDate": cloudwatch_time(query_date),
+        "startDate": cloudwatch_time(start),
+        "statistic": statistic,
+        "period": period,
+        "recentDatapoints": [v for _, v in points],
+        "threshold": threshold,
+        "evaluatedDatapoints": [
+            {"timestamp": cloudwatch_time(t), "sampleCount": float(series.get("n", {}).get(t, 0.0)), "value": v}
+            for t, v in reversed(points)
+        ],
+    }
+    return reason, json.dumps(data, separators=(",", ":"))
+
+
+def _metric_configuration(alarm: dict[str, Any]) -> list[dict[str, Any]]:
+    """The `configuration.metrics` of an alarm state change event."""
+    def metric(m: dict[str, Any]) -> dict[str, Any]:
+        return {"namespace": m.get("Namespace"), "name": m.get("MetricName"),
+                "dimensions": {d["Name"]: d["Value"] for d in m.get("Dimensions", [])}}
+
+    if alarm.get("MetricName"):
+        return [{
+            # CloudWatch names a single-metric alarm's query with an id of its own.
+            "id": str(uuid.uuid5(uuid.NAMESPACE_URL, alarm["AlarmArn"])),
+            "metricStat": {"metric": metric(alarm), "period": alarm["Period"],
+                           "stat": alarm.get("ExtendedStatistic") or alarm.get("Statistic")},
+            "returnData": True,
+        }]
+    out = []
+    for query in alarm.get("Metrics", []):
+        entry: dict[str, Any] = {"id": query["Id"]}
+        if query.get("Expression"):
+            entry["expression"] = query["Expression"]
+        if query.get("Label"):
+            entry["label"] = query["Label"]
+        if query.get("MetricStat"):
+            stat = query["MetricStat"]
+            entry["metricStat"] = {"metric": metric(stat["Metric"]), "period": stat["Period"], "stat": stat["Stat"]}
+        entry["returnData"] = bool(query.get("ReturnData", True))
+        out.append(entry)
+    return out
+
+
+def eventbridge_event(cloudwatch: Any, name: str, account: str, region: str) -> dict[str, Any]:
+    """The "CloudWatch Alarm State Change" event CloudWatch puts on the
+    default bus for the alarm's latest state change, read back from
+    CloudWatch: the state as DescribeAlarms has it (StateUpdatedTimestamp is
+    the StateChangeTime of the SNS notification) and the previous state from
+    the alarm history."""
+    alarm = _describe_alarm(cloudwatch, name)
+    items = cloudwatch.describe_alarm_history(AlarmName=name, HistoryItemType="StateUpdate",
+                                              ScanBy="TimestampDescending", MaxRecords=2)["AlarmHistoryItems"]
+    at = alarm["StateUpdatedTimestamp"]
+    state: dict[str, Any] = {"value": alarm["StateValue"], "reason": alarm.get("StateReason", "")}
+    if alarm.get("StateReasonData") and alarm["StateReasonData"] != "{}":
+        state["reasonData"] = alarm["StateReasonData"]
+    state["timestamp"] = cloudwatch_time(at)
+    previous: dict[str, Any] = {"value": "INSUFFICIENT_DATA", "reason": ""}
+    if items:
+        old = json.loads(items[0]["HistoryData"]).get("oldState", {})
+        previous = {"value": old.get("stateValue", "INSUFFICIENT_DATA"), "reason": old.get("stateReason", "")}
+        if len(items) > 1:
+            # The change that entered the previous state: its reason, data and time.
+            before = json.loads(items[1]["HistoryData"]).get("newState", {})
+            previous["reason"] = before.get("stateReason", previous["reason"])
+            if before.get("stateReasonData"):
+                previous["reasonData"] = json.dumps(before["stateReasonData"], separators=(",", ":"))
+            previous["timestamp"] = cloudwatch_time(items[1]["Timestamp"])
+    if alarm.get("AlarmRule"):
+        configuration: dict[str, Any] = {"alarmRule": alarm["AlarmRule"], "description": alarm.get("AlarmDescription", "")}
+    else:
+        configuration = {"description": alarm.get("AlarmDescription", ""), "metrics": _metric_configuration(alarm)}
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": EVENTBRIDGE_DETAIL_TYPE,
+        "source": "aws.cloudwatch",
+        "account": account,
+        "time": at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "region": region,
+        "resources": [alarm["AlarmArn"]],
+        "detail": {"alarmName": name, "state": state, "previousState": previous, "configuration": configuration},
+    }
+
+
+def wire_sns(sns: Any, topic_arn: str, endpoint: str, wanted: bool) -> None:
+    """Subscribes the bridge's SNS endpoint to the alarm topic, or removes it:
+    the wiring `--via` asks for (EventBridge alone does not go through SNS)."""
+    found = [s for s in sns.list_subscriptions_by_topic(TopicArn=topic_arn)["Subscriptions"] if s["Endpoint"] == endpoint]
+    if wanted and not found:
+        sns.subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=endpoint)
+    for subscription in found if not wanted else []:
+        if subscription["SubscriptionArn"].startswith("arn:"):
+            sns.unsubscribe(SubscriptionArn=subscription["SubscriptionArn"])
+
+
+def post_event(url: str, event: dict[str, Any]) -> None:
+    """Hands an EventBridge event to Lambda's asynchronous invocation (the bridge's /eventbridge)."""
+    request = urllib.request.Request(f"{url}/eventbridge", data=json.dumps(event).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=10) as response:
+        if response.status != 202:
+            raise StackError(f"the function's bridge refused the EventBridge event: HTTP {response.status}")
+
+
+def captured(sqs: Any, queue_url: str, wanted: dict[str, tuple[str, str | None]],
+             timeout: float = 10.0) -> dict[str, dict[str, Any]]:
+    """The SNS envelopes of the state changes in `wanted` (alarm name -> its
+    new state and, when known, StateChangeTime), from the capture queue;
+    older notifications of the same alarms are taken off the queue too."""
+    found: dict[str, dict[str, Any]] = {}
+    deadline = time.time() + timeout
+    while len(found) < len(wanted) and time.time() < deadline:
+        for message in sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get("Messages", []):
+            envelope = json.loads(message["Body"])
+            try:
+                notification = json.loads(envelope.get("Message", "{}"))
+            except ValueError:
+                continue
+            name = notification.get("AlarmName")
+            if name not in wanted:
+                continue
+            sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+            state, at = wanted[name]
+            if notification.get("NewStateValue") == state and at in (None, notification.get("StateChangeTime")):
+                found[name] = envelope
+    return found
+
+
+def deliver(state: Path, to: str | None = None, via: str | None = None, invoke: str | None = None) -> int:
+    """The world's alarm changes state (SetAlarmState) and the function hears
+    of it as `via` says: the SNS notification through the alarm topic, the
+    EventBridge event, or both. A composite alarm over it follows. The
+    function is the running one (`up --lambda`), or `invoke`, an invoke URL
+    served for this delivery by the same asynchronous-invocation bridge.
+    Prints the path of the event file the function got (event.json)."""
     env = _read_env(state)
     facts = json.loads((state / "facts.json").read_text())
     world = worlds.load(Path((state / "world").read_text()))
+    via = via or default_via(facts)
+    channels = VIA[via]
     transition = dict(world.spec["alarm"]["deliver"])
     if to:
-        transition = {"to": to, "reason": f"Threshold Crossed: stack.py deliver --to {to}"}
-    c = clients(env["AWS_ENDPOINT_URL"], facts["region"])
-    reason = transition.get("reason") or "Threshold Crossed: the world's alarm was delivered by stack.py deliver"
-    c["cloudwatch"].set_alarm_state(AlarmName=facts["alarm_name"], StateValue=transition["to"], StateReason=reason)
-    deadline = time.time() + 10
-    while time.time() < deadline:
-        messages = c["sqs"].receive_message(QueueUrl=facts["capture_queue_url"], MaxNumberOfMessages=1, WaitTimeSeconds=1).get("Messages", [])
-        if messages:
-            envelope = json.loads(messages[0]["Body"])
-            c["sqs"].delete_message(QueueUrl=facts["capture_queue_url"], ReceiptHandle=messages[0]["ReceiptHandle"])
-            from sns_bridge import lambda_event
+        # Through EventBridge the reason is CloudWatch's own, written from the datapoints.
+        transition = {"to": to} if "eventbridge" in channels else {"to": to, "reason": f"Threshold Crossed: stack.py deliver --to {to}"}
+    endpoint, region, account = env["AWS_ENDPOINT_URL"], facts["region"], facts["account"]
+    c = world_clients(endpoint, facts, ("cloudwatch", "sqs", "sns"))
 
-            event = lambda_event(envelope, f"{facts['alarm_topic_arn']}:capture")
-            path = state / "event.json"
-            path.write_text(json.dumps(event, indent=2) + "\n")
-            print(path)
-            return 0
-    raise StackError("no notification reached the capture queue within 10 s; see moto.log")
+    bridge = None
+    bridge_url = facts.get("diagnose_bridge_url")
+    if invoke:
+        import threading
+
+        from sns_bridge import Bridge
+
+        port = free_port()
+        bridge = Bridge(port, [invoke], str(state / "deliver-invocations.jsonl"), max_retries=facts.get("lambda_retries", 0),
+                        on_failure_queue=facts["failed_events_queue_url"], endpoint=endpoint,
+                        function_arn=f"arn:aws:lambda:{region}:{function_account(facts)}:function:diagnose:$LATEST",
+                        credentials={"AccessKeyId": "testing", "SecretAccessKey": "testing", "SessionToken": "testing"})
+        threading.Thread(target=bridge.serve_forever, daemon=True).start()
+        bridge_url = f"http://127.0.0.1:{port}"
+    if bridge is not None or (bridge_url and facts.get("sns_wired", True) != ("sns" in channels)):
+        wire_sns(c["sns"], facts["alarm_topic_arn"], f"{bridge_url}/sns", "sns" in channels)
+        if bridge is None:
+            facts["sns_wired"] = "sns" in channels
+            (state / "facts.json").write_text(json.dumps(facts, indent=2, default=str))
+
+    try:
+        names = [facts["alarm_name"]]
+        events: dict[str, dict[str, Any]] = {}
+        composite = facts.get("composite_alarm_name")
+        if "eventbridge" in channels:
+            child = _describe_alarm(c["cloudwatch"], facts["alarm_name"])
+            # CloudWatch's own words and datapoints, which the EventBridge event carries.
+            reason, reason_data = evaluation(c["cloudwatch"], child, child["StateValue"], transition["to"],
+                                             datetime.fromisoformat(facts["now"]))
+            reason = transition.get("reason") or reason
+            c["cloudwatch"].set_alarm_state(AlarmName=facts["alarm_name"], StateValue=transition["to"],
+                                            StateReason=reason, StateReasonData=reason_data)
+            events[facts["alarm_name"]] = eventbridge_event(c["cloudwatch"], facts["alarm_name"], account, region)
+            if bridge_url:
+                post_event(bridge_url, events[facts["alarm_name"]])
+        else:
+            reason = transition.get("reason") or "Threshold Crossed: the world's alarm was delivered by stack.py deliver"
+            c["cloudwatch"].set_alarm_state(AlarmName=facts["alarm_name"], StateValue=transition["to"], StateReason=reason)
+
+        if composite:
+            child = _describe_alarm(c["cloudwatch"], facts["alarm_name"])
+            composite_to = worlds.composite_state(child["StateValue"])
+            if _describe_alarm(c["cloudwatch"], composite)["StateValue"] != composite_to:
+                at = child["StateUpdatedTimestamp"]
+                triggering = {"triggeringAlarms": [{"arn": child["AlarmArn"],
+                                                    "state": {"value": child["StateValue"], "timestamp": cloudwatch_time(at)}}]}
+                c["cloudwatch"].set_alarm_state(
+                    AlarmName=composite, StateValue=composite_to, StateReason=composite_reason(child["AlarmArn"], child["StateValue"], at),
+                    StateReasonData=json.dumps(triggering, separators=(",", ":")),
+                )
+                names.append(composite)
+                if "eventbridge" in channels:
+                    events[composite] = eventbridge_event(c["cloudwatch"], composite, account, region)
+                    if bridge_url:
+                        post_event(bridge_url, events[composite])
+
+        # The notifications CloudWatch published for these changes, as the capture queue got them
+        # (a lone SNS delivery takes the alarm's notification as it always did, without reading the alarm back).
+        if names == [facts["alarm_name"]] and not events:
+            wanted: dict[str, tuple[str, str | None]] = {facts["alarm_name"]: (transition["to"], None)}
+        else:
+            wanted = {}
+            for name in names:
+                alarm = _describe_alarm(c["cloudwatch"], name)
+                wanted[name] = (alarm["StateValue"], cloudwatch_time(alarm["StateUpdatedTimestamp"]))
+        envelopes = captured(c["sqs"], facts["capture_queue_url"], wanted)
+        if "sns" in channels and facts["alarm_name"] not in envelopes:
+            raise StackError("no notification reached the capture queue within 10 s; see moto.log")
+        for name, event in events.items():
+            if name in envelopes and json.loads(envelopes[name]["Message"])["StateChangeTime"] != event["detail"]["state"]["timestamp"]:
+                raise StackError(f"{name}: the EventBridge event's state timestamp differs from the SNS notification's StateChangeTime")
+
+        from sns_bridge import lambda_event
+
+        written = []
+        for name in names:
+            stem = "event" if name == facts["alarm_name"] else "composite-event"
+            if "sns" in channels:
+                path = state / f"{stem}.json"
+                path.write_text(json.dumps(lambda_event(envelopes[name], f"{facts['alarm_topic_arn']}:capture"), indent=2) + "\n")
+                written.append(path)
+            if "eventbridge" in channels:
+                path = state / (f"{stem}.json" if via == "eventbridge" else f"{stem.replace('event', 'eventbridge-event')}.json")
+                path.write_text(json.dumps(events[name], indent=2) + "\n")
+                written.append(path)
+
+        if bridge is not None:
+            expected = len(names) * len(channels)
+            records = bridge.wait_finished(expected, timeout=150)
+            for record in records:
+                print(f"# invoked {invoke}: {record.get('via', 'sns')} {record['message_id']} -> "
+                      f"status {record['status']}{', ' + str(record['function_error']) if record['function_error'] else ''}",
+                      file=sys.stderr)
+            if len(records) < expected:
+                raise StackError(f"{expected - len(records)} of {expected} invocations of {invoke} did not finish within 150 s")
+    finally:
+        if bridge is not None:
+            wire_sns(c["sns"], facts["alarm_topic_arn"], f"{bridge_url}/sns", False)
+            bridge.shutdown()
+            bridge.server_close()
+    for path in written[1:]:
+        print(f"# also wrote {path}", file=sys.stderr)
+    print(written[0])
+    return 0
 
 
 # --- alarm storm -------------------------------------------------------------------------
@@ -739,7 +1218,16 @@ def storm(state: Path, alarms: int, load_balancers: int, notifications: int, wit
     facts = json.loads((state / "facts.json").read_text())
     world = worlds.load(Path((state / "world").read_text()))
     started = time.time()
-    c = clients(env["AWS_ENDPOINT_URL"], facts["region"], ("ec2", "elbv2", "sqs", "cloudwatch"))
+    credentials = None
+    if facts.get("organisation"):
+        # The world's resources live in the member account.
+        credentials = assume(env["AWS_ENDPOINT_URL"], facts["region"], facts["organisation"]["bootstrap_role_arn"], "alarm-triage-storm")
+    c = clients(env["AWS_ENDPOINT_URL"], facts["region"], ("ec2", "elbv2", "sqs", "cloudwatch", "sns"), credentials)
+    if facts.get("diagnose_bridge_url") and not facts.get("sns_wired", True):
+        # A storm is SNS notifications: the function must hear the alarm topic.
+        wire_sns(c["sns"], facts["alarm_topic_arn"], f"{facts['diagnose_bridge_url']}/sns", True)
+        facts["sns_wired"] = True
+        (state / "facts.json").write_text(json.dumps(facts, indent=2, default=str))
     run = secrets.token_hex(3)  # storms on one world never reuse an alarm name
     lb_arns = [facts["load_balancer_arn"]] + [storm_load_balancer(c, world, facts, n) for n in range(1, load_balancers)]
     names = []
@@ -748,7 +1236,7 @@ def storm(state: Path, alarms: int, load_balancers: int, notifications: int, wit
         names.append(storm_alarm(c, world, facts, f"storm-{run}-{i:03d}-{lb_arn.split('/')[-2]}", lb_arn))
     setup_seconds = time.time() - started
 
-    fired = fire_transitions(env["AWS_ENDPOINT_URL"], facts["region"], names, notifications, within)
+    fired = fire_transitions(env["AWS_ENDPOINT_URL"], facts["region"], names, notifications, within, credentials)
     # The capture queue got every notification; empty it so `deliver` finds its own again.
     c["sqs"].purge_queue(QueueUrl=facts["capture_queue_url"])
     report = {
@@ -849,7 +1337,8 @@ def storm_alarm(c: dict[str, Any], world: worlds.World, facts: dict[str, Any], n
     return name
 
 
-def fire_transitions(endpoint: str, region: str, names: list[str], notifications: int, within: float) -> dict[str, Any]:
+def fire_transitions(endpoint: str, region: str, names: list[str], notifications: int, within: float,
+                     credentials: dict[str, str] | None = None) -> dict[str, Any]:
     """Sets `notifications` alarm states, spread evenly over the first 90% of
     `within` seconds (the rest is for the calls still in flight, so the storm
     is over within `within`) and round-robin over the alarms, each alarm
@@ -869,7 +1358,7 @@ def fire_transitions(endpoint: str, region: str, names: list[str], notifications
         i = k % len(names)
         plans[i % workers].append((k * 0.9 * within / notifications, names[i], "ALARM" if counts[i] % 2 == 0 else "OK"))
         counts[i] += 1
-    cloudwatch = [clients(endpoint, region, ("cloudwatch",))["cloudwatch"] for _ in range(workers)]
+    cloudwatch = [clients(endpoint, region, ("cloudwatch",), credentials)["cloudwatch"] for _ in range(workers)]
     late: list[float] = []
     errors: list[str] = []
     states: dict[str, int] = {}
@@ -969,13 +1458,19 @@ def main() -> int:
         if name == "deliver":
             p.add_argument("--to", choices=["ALARM", "OK", "INSUFFICIENT_DATA"],
                            help="the state to set instead of the world's (e.g. OK, for the resolution)")
+            p.add_argument("--via", choices=list(VIA),
+                           help="how the function hears of the change: the SNS notification, the EventBridge event, or both "
+                                "(default: sns, or eventbridge for a world with an organisation)")
+            p.add_argument("--invoke", metavar="URL",
+                           help="invoke this URL (a Lambda invoke URL or a stand-in) instead of the world's function, "
+                                "through the same asynchronous-invocation bridge; waits for the invocations")
     args = parser.parse_args()
     try:
         if args.command == "up":
             return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env, args.notify, args.notify_env,
                       args.lambda_instances, args.lambda_retries, args.lambda_retry_delays)
         if args.command == "deliver":
-            return deliver(args.state, args.to)
+            return deliver(args.state, args.to, args.via, args.invoke)
         if args.command == "storm":
             return storm(args.state, args.alarms, args.load_balancers, args.notifications, args.within, args.json)
         return down(args.state)

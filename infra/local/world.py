@@ -161,6 +161,10 @@ def validate(world: World) -> None:
         validate_pod_groups(f, "prometheus", s["prometheus"])
     if "container_insights" in s:
         validate_container_insights(f, s["container_insights"])
+    if "organisation" in s:
+        organisation(world)
+    if "composite_alarm" in s:
+        composite_alarm(world)
     if (world.directory / "kubernetes").exists() and not (world.directory / "kubernetes").is_dir():
         raise WorldError(world.directory / "kubernetes", "(path)", "a directory of manifests")
 
@@ -411,6 +415,84 @@ def in_burst(windows: list[tuple[datetime, datetime]], t: datetime) -> bool:
 
 
 # --- alarm history ----------------------------------------------------------------
+
+# --- organisation and composite alarm --------------------------------------------
+
+ROLE_NAME = re.compile(r"^[\w+=,.@-]{1,64}$")
+DEFAULT_MEMBER_ROLE = "AlarmTriageReader"
+
+
+def organisation(world: World) -> dict[str, Any] | None:
+    """The world's `organisation` section with its defaults, or None: the
+    world's `account` is then a member account and the function runs in
+    `central_account`, reading the member through `member_role`."""
+    f, spec = world.file, world.spec.get("organisation")
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise WorldError(f, "organisation", "a mapping {central_account, member_role: {name, present}}", spec)
+    unknown = sorted(set(spec) - {"central_account", "member_role"})
+    if unknown:
+        raise WorldError(f, f"organisation.{unknown[0]}", "one of central_account, member_role")
+    central = str(_require(spec, "central_account", f, "organisation", "the central account (12 digits) the function runs in"))
+    if not re.fullmatch(r"\d{12}", central):
+        raise WorldError(f, "organisation.central_account", "a 12-digit AWS account id", central)
+    if central == str(world.spec["account"]):
+        raise WorldError(f, "organisation.central_account", f"another account than the world's own ({world.spec['account']}), "
+                         "which is the member account", central)
+    role = spec.get("member_role") or {}
+    if not isinstance(role, dict):
+        raise WorldError(f, "organisation.member_role", "a mapping {name, present}", role)
+    unknown = sorted(set(role) - {"name", "present"})
+    if unknown:
+        raise WorldError(f, f"organisation.member_role.{unknown[0]}", "one of name, present")
+    name = str(role.get("name", DEFAULT_MEMBER_ROLE))
+    if not ROLE_NAME.match(name):
+        raise WorldError(f, "organisation.member_role.name", "an IAM role name (1-64 of letters, digits and +=,.@_-)", name)
+    present = role.get("present", True)
+    if not isinstance(present, bool):
+        raise WorldError(f, "organisation.member_role.present", "true or false", present)
+    return {"central_account": central, "member_account": str(world.spec["account"]),
+            "member_role": {"name": name, "present": present}}
+
+
+def composite_alarm(world: World) -> dict[str, Any] | None:
+    """The `composite_alarm` section: a composite alarm whose rule is
+    ALARM("<the world's alarm>"), or None."""
+    f, spec = world.file, world.spec.get("composite_alarm")
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise WorldError(f, "composite_alarm", "a mapping {name, description}", spec)
+    unknown = sorted(set(spec) - {"name", "description"})
+    if unknown:
+        raise WorldError(f, f"composite_alarm.{unknown[0]}", "one of name, description")
+    name = str(_require(spec, "name", f, "composite_alarm", "the composite alarm's name"))
+    if not 1 <= len(name) <= 255 or name == world.spec["alarm"]["name"]:
+        raise WorldError(f, "composite_alarm.name", "1-255 characters, not the name of the world's alarm", name)
+    child = world.spec["alarm"]["name"]
+    return {"name": name, "description": str(spec.get("description", "")), "rule": f'ALARM("{child}")', "child": child}
+
+
+def composite_state(child_state: str) -> str:
+    """The state of a composite whose rule is ALARM(child): ALARM while the
+    child is in ALARM, OK otherwise (the rule is then FALSE)."""
+    return "ALARM" if child_state == "ALARM" else "OK"
+
+
+def composite_history(world: World) -> list[dict[str, Any]]:
+    """The composite's past state changes, following the child's history:
+    one item each time the child's change changes the rule's value."""
+    items = []
+    state = "INSUFFICIENT_DATA"  # a new composite, as on AWS
+    for item in history(world):
+        new = composite_state(item["new_state"])
+        if new != state:
+            items.append({"timestamp": item["timestamp"], "old_state": state, "new_state": new,
+                          "child_state": item["new_state"], "alarm_type": "CompositeAlarm"})
+            state = new
+    return items
+
 
 def history(world: World) -> list[dict[str, Any]]:
     """Past state changes of the alarm, oldest first, ending in the state the

@@ -12,6 +12,13 @@ What moto lacks and alarm-triage relies on:
    dimensions are given (moto: HTTP 500 on percentiles, namespace ignored).
    Values/Counts are kept as histograms instead of being expanded one object
    per count, so a world with realistic request counts stays fast.
+5. Composite alarms: PutCompositeAlarm (moto: not implemented); a composite
+   is kept as an alarm with a rule, and its state changes are recorded and
+   notify like a metric alarm's (history AlarmType CompositeAlarm, the
+   notification with AlarmRule and TriggeringChildren, from the
+   triggeringAlarms of the state's reasonData, instead of Trigger). DescribeAlarms honours
+   AlarmTypes as AWS does: without it only metric alarms are listed (moto:
+   both kinds, always).
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Any
 from moto.cloudwatch import models as cw_models
 from moto.cloudwatch import responses as cw_responses
 from moto.cloudwatch.exceptions import ValidationError
-from moto.core.responses import ActionResult
+from moto.core.responses import ActionResult, EmptyResult
 from moto.core.utils import utcnow
 
 # Region display names as CloudWatch writes them into notifications.
@@ -209,8 +216,10 @@ def _trigger(alarm: Any) -> dict[str, Any]:
     return trigger
 
 
-def notification(alarm: Any, account: str, region: str, old: str, new: str, reason: str, at: datetime) -> dict[str, Any]:
-    """The JSON CloudWatch publishes to SNS for a state change."""
+def notification(alarm: Any, account: str, region: str, old: str, new: str, reason: str, at: datetime,
+                 reason_data: str | None = None) -> dict[str, Any]:
+    """The JSON CloudWatch publishes to SNS for a state change; a composite's
+    carries its rule and the children that triggered it (from reasonData)."""
     message: dict[str, Any] = {
         "AlarmName": alarm.name,
         "AlarmDescription": alarm.description,
@@ -228,6 +237,16 @@ def notification(alarm: Any, account: str, region: str, old: str, new: str, reas
     }
     if getattr(alarm, "rule", None):
         message["AlarmRule"] = alarm.rule
+        try:
+            children = json.loads(reason_data or "{}").get("triggeringAlarms") or []
+        except (ValueError, AttributeError):
+            children = []
+        if children:
+            message["TriggeringChildren"] = [
+                {"Arn": c.get("arn"), "State": {"Value": (c.get("state") or {}).get("value"),
+                                                "Timestamp": (c.get("state") or {}).get("timestamp")}}
+                for c in children
+            ]
     else:
         message["Trigger"] = _trigger(alarm)
     return message
@@ -260,12 +279,13 @@ def _set_alarm_state(self: Any, alarm_name: str, reason: str, reason_data: str, 
     if old == state_value:
         return
     at = alarm.state_updated_timestamp
+    alarm_type = "CompositeAlarm" if alarm.rule else "MetricAlarm"
     with _lock:
         HISTORY[(self.account_id, self.region_name, alarm_name)].append(
-            _history_item(alarm_name, "MetricAlarm", at, old, state_value, old_reason, reason, reason_data)
+            _history_item(alarm_name, alarm_type, at, old, state_value, old_reason, reason, reason_data)
         )
     if alarm.actions_enabled:
-        message = notification(alarm, self.account_id, self.region_name, old, state_value, reason, at)
+        message = notification(alarm, self.account_id, self.region_name, old, state_value, reason, at, reason_data)
         _publish(self.account_id, self.region_name, alarm, message, state_value)
 
 
@@ -410,8 +430,45 @@ def _get_metric_data(self: Any, queries: list[dict[str, Any]], start_time: datet
     return results
 
 
+# --- 5. Composite alarms --------------------------------------------------------
+
+def _put_composite_alarm(self: Any) -> ActionResult:
+    name = self._get_param("AlarmName")
+    rule = self._get_param("AlarmRule")
+    if not name or not rule:
+        raise ValidationError("PutCompositeAlarm needs AlarmName and AlarmRule.")
+    actions_enabled = self._get_param("ActionsEnabled")
+    self.cloudwatch_backend.put_metric_alarm(
+        name=name, namespace=None, metric_name=None, metric_data_queries=None, comparison_operator=None,
+        evaluation_periods=None, datapoints_to_alarm=None, period=None, threshold=None, statistic=None,
+        extended_statistic=None, description=self._get_param("AlarmDescription"), dimensions=[],
+        alarm_actions=self._get_param("AlarmActions", []), ok_actions=self._get_param("OKActions", []),
+        insufficient_data_actions=self._get_param("InsufficientDataActions", []), unit=None,
+        actions_enabled=None if actions_enabled is None else str(actions_enabled).lower() == "true",
+        treat_missing_data=None, evaluate_low_sample_count_percentile=None, threshold_metric_id=None,
+        rule=rule, tags=self._get_param("Tags", []),
+    )
+    return EmptyResult()
+
+
+_original_describe_alarms = cw_responses.CloudWatchResponse.describe_alarms
+
+
+def _describe_alarms(self: Any) -> ActionResult:
+    result = _original_describe_alarms(self)
+    types = self._get_param("AlarmTypes") or ["MetricAlarm"]
+    document = dict(result.result)  # type: ignore[arg-type]
+    if "MetricAlarm" not in types:
+        document["MetricAlarms"] = []
+    if "CompositeAlarm" not in types:
+        document["CompositeAlarms"] = []
+    return ActionResult(document)
+
+
 def install() -> None:
     """Patches moto's CloudWatch backend and responses in place."""
+    cw_responses.CloudWatchResponse.put_composite_alarm = _put_composite_alarm
+    cw_responses.CloudWatchResponse.describe_alarms = _describe_alarms
     cw_responses.CloudWatchResponse.describe_alarm_history = _describe_alarm_history
     cw_models.CloudWatchBackend.set_alarm_state = _set_alarm_state
     cw_models.CloudWatchBackend.put_metric_alarm = _put_metric_alarm
