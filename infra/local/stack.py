@@ -189,6 +189,22 @@ def clients(endpoint: str, region: str, names: tuple[str, ...] = ("ec2", "elbv2"
 
 # --- organisation: a member account read from a central one ------------------------------
 
+TRANSITIONS_TABLE = "alarm-triage-transitions"
+
+
+def create_transitions_table(endpoint: str, region: str, credentials: dict[str, str]) -> str:
+    """The table template.yaml creates with EventBridge intake (key `transition`)."""
+    import boto3
+
+    dynamodb = boto3.client("dynamodb", endpoint_url=endpoint, region_name=region,
+                            aws_access_key_id=credentials["AccessKeyId"],
+                            aws_secret_access_key=credentials["SecretAccessKey"],
+                            aws_session_token=credentials["SessionToken"])
+    dynamodb.create_table(TableName=TRANSITIONS_TABLE, BillingMode="PAY_PER_REQUEST",
+                          AttributeDefinitions=[{"AttributeName": "transition", "AttributeType": "S"}],
+                          KeySchema=[{"AttributeName": "transition", "KeyType": "HASH"}])
+    return TRANSITIONS_TABLE
+
 DIAGNOSE_ROLE = "alarm-triage-diagnose"
 # What AWS Organizations creates in every account it creates, trusted by the management account.
 BOOTSTRAP_ROLE = "OrganizationAccountAccessRole"
@@ -587,6 +603,9 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
                        HOME_ACCOUNT_ID=organisation["central_account"],
                        MEMBER_ROLE_NAME=organisation["member_role"]["name"],
                        MEMBER_ACCOUNT_ID=organisation["member_account"])
+            # SNS and EventBridge may both deliver a transition: the ledger
+            # that lets only the first publish, in the central account.
+            env["TRANSITIONS_TABLE"] = create_transitions_table(endpoint, facts["region"], function_credentials)
         else:
             facts = seed(world, endpoint)
 

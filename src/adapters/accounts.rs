@@ -93,7 +93,7 @@ impl AccountScope {
                 format!(
                     "cannot read account {account}: sts:AssumeRole into {} failed ({}). Deploy infra/member/template.yaml in account {account} (it creates the role, trusting only this function's role), or check its trust policy",
                     member.role_arn,
-                    DisplayErrorContext(&e)
+                    refusal(&e)
                 )
             })?;
         }
@@ -136,6 +136,23 @@ impl AccountScope {
     }
 }
 
+/// What STS said, in a line: its error code and message when it answered,
+/// else the error chain.
+fn refusal(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = cause {
+        if let Some(meta) = e.downcast_ref::<aws_smithy_types::error::ErrorMetadata>() {
+            return match (meta.code(), meta.message()) {
+                (Some(code), Some(message)) => format!("{code}: {message}"),
+                (Some(code), None) => code.to_owned(),
+                _ => DisplayErrorContext(error).to_string(),
+            };
+        }
+        cause = e.source();
+    }
+    DisplayErrorContext(error).to_string()
+}
+
 /// The member role's credentials, assumed on first use and renewed shortly
 /// before they expire; concurrent diagnoses wait for one STS call.
 #[derive(Debug)]
@@ -168,7 +185,13 @@ impl MemberCredentials {
         {
             return Ok(credentials.clone());
         }
+        let started = std::time::Instant::now();
         let fresh = self.provider.provide_credentials().await?;
+        tracing::info!(
+            role_arn = %self.role_arn,
+            sts_ms = started.elapsed().as_millis() as u64,
+            "member role assumed"
+        );
         *current = Some(fresh.clone());
         Ok(fresh)
     }

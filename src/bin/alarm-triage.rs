@@ -201,10 +201,12 @@ async fn replay(
                         .unwrap_or_default(),
                 )
                 .region(aws_config::Region::new(config.region.clone()))
+                // The world's function credentials (a role in an organisation's
+                // central account), else moto's dummy ones.
                 .credentials_provider(aws_sdk_cloudwatch::config::Credentials::new(
-                    "testing",
-                    "testing",
-                    None,
+                    local.var_or("AWS_ACCESS_KEY_ID", "testing"),
+                    local.var_or("AWS_SECRET_ACCESS_KEY", "testing"),
+                    local.env.get("AWS_SESSION_TOKEN").cloned(),
                     None,
                     "local-world",
                 ))
@@ -303,6 +305,15 @@ struct LocalWorld {
     root: PathBuf,
     state: PathBuf,
     env: std::collections::HashMap<String, String>,
+}
+
+impl LocalWorld {
+    fn var_or(&self, key: &str, default: &str) -> String {
+        self.env
+            .get(key)
+            .cloned()
+            .unwrap_or_else(|| default.to_owned())
+    }
 }
 
 impl LocalWorld {

@@ -174,6 +174,15 @@ impl LocalWorld {
 
     /// As [`Self::deliver`], to another state than the world's (`OK` for the resolution).
     pub fn deliver_to(&self, state: Option<&str>) -> PathBuf {
+        self.deliver_with(state, None)
+    }
+
+    /// As [`Self::deliver`], through `sns`, `eventbridge` or `both`.
+    pub fn deliver_via(&self, via: &str) -> PathBuf {
+        self.deliver_with(None, Some(via))
+    }
+
+    fn deliver_with(&self, state: Option<&str>, via: Option<&str>) -> PathBuf {
         let mut command = Command::new(python());
         command
             .arg(repo_root().join("infra/local/stack.py"))
@@ -183,6 +192,9 @@ impl LocalWorld {
             .env("AWS_EC2_METADATA_DISABLED", "true");
         if let Some(state) = state {
             command.arg("--to").arg(state);
+        }
+        if let Some(via) = via {
+            command.arg("--via").arg(via);
         }
         let output = command.output().expect("stack.py runs");
         assert!(

@@ -199,12 +199,144 @@ async fn diagnose_world(name: &str) -> (LocalWorld, Value) {
 
 /// The worlds with a test of their own below; every other world in
 /// `tests/worlds/` is diagnosed by [`every_other_world_is_diagnosed_as_its_expected_yaml_says`].
-const WORLDS_WITH_THEIR_OWN_TEST: [&str; 4] = [
+const WORLDS_WITH_THEIR_OWN_TEST: [&str; 5] = [
     "alb-flapping-worker-ceiling",
     "alb-low-traffic-artifact",
     "alb-sustained-hot-pod",
     "eks-private-endpoint",
+    "org-member-account-hot-pod",
 ];
+
+/// The organisation world's member (B) and central (A) accounts.
+const MEMBER: &str = "418295730661";
+const ORG_WORLD: &str = "org-member-account-hot-pod";
+
+/// The organisation world's two diagnoses: the metric alarm's and the composite's.
+async fn diagnose_through_eventbridge(world: &LocalWorld, via: &str) -> Vec<Value> {
+    world.deliver_via(via);
+    let expected = if via == "both" { 4 } else { 2 };
+    let records = world.invocations("invocations", expected, Duration::from_secs(90));
+    assert_eq!(
+        records.len(),
+        expected,
+        "child and composite, through {via}; diagnose log:\n{}",
+        world.log("diagnose")
+    );
+    for record in &records {
+        assert!(
+            record["function_error"].is_null(),
+            "{record}\n{}",
+            world.log("diagnose")
+        );
+    }
+    let mut diagnoses: Vec<Value> = published_diagnoses(world, Duration::from_secs(30))
+        .await
+        .into_iter()
+        .map(|(_, d)| d)
+        .collect();
+    // Both may not be on the queue at the first look.
+    if diagnoses.len() < 2 {
+        diagnoses.extend(
+            published_diagnoses(world, Duration::from_secs(20))
+                .await
+                .into_iter()
+                .map(|(_, d)| d),
+        );
+    }
+    diagnoses
+}
+
+#[tokio::test]
+async fn an_alarm_in_a_member_account_is_diagnosed_centrally_with_its_evidence_read_through_the_member_role()
+ {
+    let world = world_with_lambda(ORG_WORLD);
+    let diagnoses = diagnose_through_eventbridge(&world, "eventbridge").await;
+    assert_eq!(diagnoses.len(), 2, "{diagnoses:#?}");
+    let child = diagnoses
+        .iter()
+        .find(|d| d["alarm"]["kind"] != "composite")
+        .expect("the metric alarm's diagnosis");
+    assert_eq!(child["alarm"]["account"], MEMBER);
+    assert_matches_expected(&world, child);
+    assert!(
+        child["evidence_gaps"].as_array().unwrap().is_empty(),
+        "everything read in account {MEMBER}: {:#}",
+        child["evidence_gaps"]
+    );
+
+    // The composite alarm over it, through EventBridge too: its rule and the child that fired.
+    let composite = diagnoses
+        .iter()
+        .find(|d| d["alarm"]["kind"] == "composite")
+        .expect("the composite alarm's diagnosis");
+    assert!(
+        composite["alarm"]["alarm_rule"]
+            .as_str()
+            .unwrap()
+            .contains(child["alarm"]["name"].as_str().unwrap()),
+        "{:#}",
+        composite["alarm"]
+    );
+    assert_eq!(composite["alarm"]["account"], MEMBER);
+}
+
+#[tokio::test]
+async fn without_the_member_role_the_report_names_the_role_and_what_to_deploy() {
+    let variant = LocalWorld::variant(ORG_WORLD, |world| {
+        world.replace(
+            "member_role: {name: AlarmTriageReader, present: true}",
+            "member_role: {name: AlarmTriageReader, present: false}",
+        )
+    });
+    let world = LocalWorld::up_with(
+        variant.to_str().unwrap(),
+        Options {
+            lambda_binary: Some(PathBuf::from(env!("CARGO_BIN_EXE_diagnose"))),
+            lambda_env: vec!["DIAGNOSIS_QUEUE_URL=".to_owned()],
+            ..Options::default()
+        },
+    );
+    let diagnoses = diagnose_through_eventbridge(&world, "eventbridge").await;
+    let child = diagnoses
+        .iter()
+        .find(|d| d["alarm"]["kind"] != "composite")
+        .expect("published all the same");
+    let role = format!("arn:aws:iam::{MEMBER}:role/AlarmTriageReader");
+    let gaps = child["evidence_gaps"].as_array().unwrap();
+    assert!(!gaps.is_empty());
+    for gap in gaps {
+        let reason = gap["reason"].as_str().unwrap();
+        assert!(
+            reason.contains(&role) && reason.contains("infra/member/template.yaml"),
+            "{reason}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn one_transition_delivered_by_sns_and_by_eventbridge_is_published_once() {
+    let world = world_with_lambda(ORG_WORLD);
+    let diagnoses = diagnose_through_eventbridge(&world, "both").await;
+    let mut ids: Vec<&str> = diagnoses
+        .iter()
+        .map(|d| d["id"].as_str().unwrap())
+        .collect();
+    ids.sort_unstable();
+    assert_eq!(
+        ids.len(),
+        2,
+        "one report per alarm, not per delivery: {ids:?}\n{}",
+        world.log("diagnose")
+    );
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "the metric alarm and the composite differ");
+    assert!(
+        world
+            .log("diagnose")
+            .contains("already published by another delivery"),
+        "the second delivery of each transition stood down"
+    );
+}
 
 #[tokio::test]
 async fn every_other_world_is_diagnosed_as_its_expected_yaml_says() {
