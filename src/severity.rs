@@ -12,6 +12,9 @@ pub const MULTI_SECOND: f64 = 2.0;
 /// ... and it is an outage, not a blip, once it lasted this many minutes.
 pub const SUSTAINED_IMPACT_MINUTES: u32 = 5;
 
+/// One request in twenty failing is felt by most users within a few clicks.
+pub const FAILING_SHARE: f64 = 0.05;
+
 /// What decides the severity.
 #[derive(Debug, Clone, Copy)]
 pub struct Impact<'a> {
@@ -71,6 +74,9 @@ pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
             ),
         );
     }
+    if let Some(reason) = failing_for_users(impact) {
+        return (Severity::Critical, reason);
+    }
     match impact.behaviour {
         Behaviour::Sustained => (
             Severity::Critical,
@@ -85,6 +91,47 @@ pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
             "a short breach, not yet sustained".to_owned(),
         ),
     }
+}
+
+/// Users get errors: a culprit group with no healthy target (every request
+/// to it fails), or a 5xx cause failing at least [`FAILING_SHARE`] of its
+/// requests for [`SUSTAINED_IMPACT_MINUTES`].
+fn failing_for_users(impact: &Impact<'_>) -> Option<String> {
+    if let Some(group) = impact
+        .target_groups
+        .iter()
+        .find(|g| g.culprit && g.targets_healthy == Some(0) && g.targets_not_healthy > Some(0))
+    {
+        return Some(format!(
+            "no healthy target left in {}: its requests fail",
+            group.label()
+        ));
+    }
+    if impact.breaching_minutes < SUSTAINED_IMPACT_MINUTES {
+        return None;
+    }
+    impact
+        .findings
+        .iter()
+        .filter(|f| f.role == Role::Cause)
+        .filter(|f| {
+            matches!(
+                f.id,
+                FindingId::TargetErrors | FindingId::LoadBalancerErrors
+            )
+        })
+        .find_map(|f| match &f.facts {
+            crate::diagnosis::finding::Facts::Errors(e) => {
+                e.rate().filter(|rate| *rate >= FAILING_SHARE).map(|rate| {
+                    format!(
+                        "{:.1} % of requests fail with 5xx over {} breaching minutes",
+                        rate * 100.0,
+                        impact.breaching_minutes
+                    )
+                })
+            }
+            _ => None,
+        })
 }
 
 #[cfg(test)]
@@ -157,6 +204,54 @@ mod tests {
             Severity::Warning,
             "two minutes is a blip"
         );
+    }
+
+    fn errors(id: FindingId, errors: f64, requests: f64) -> Finding {
+        let mut f = Finding::decided(id, "", Verdict::Supported, String::new(), None);
+        f.role = Role::Cause;
+        f.facts = Facts::Errors(crate::diagnosis::finding::ErrorFacts {
+            errors,
+            requests: Some(requests),
+        });
+        f
+    }
+
+    #[test]
+    fn one_request_in_twenty_failing_for_five_minutes_is_critical_even_when_short() {
+        let failing = [errors(FindingId::TargetErrors, 60.0, 1000.0)];
+        assert_eq!(
+            assess_with(Behaviour::Transient, "Sum", 0.0, 6, &failing),
+            Severity::Critical
+        );
+        let trickle = [errors(FindingId::LoadBalancerErrors, 6.0, 1000.0)];
+        assert_eq!(
+            assess_with(Behaviour::Transient, "Sum", 0.0, 6, &trickle),
+            Severity::Warning,
+            "0.6 % of requests is not everybody"
+        );
+        assert_eq!(
+            assess_with(Behaviour::Transient, "Sum", 0.0, 2, &failing),
+            Severity::Warning,
+            "two minutes is a blip"
+        );
+    }
+
+    #[test]
+    fn a_culprit_without_a_healthy_target_is_critical() {
+        let a = alarm("Maximum");
+        let mut empty = group(0.0);
+        empty.targets_healthy = Some(0);
+        empty.targets_not_healthy = Some(3);
+        let (severity, reason) = assess(&Impact {
+            kind: ReportKind::Diagnosis,
+            behaviour: Behaviour::Transient,
+            alarm: &a,
+            findings: &[],
+            target_groups: &[empty],
+            breaching_minutes: 1,
+        });
+        assert_eq!(severity, Severity::Critical);
+        assert!(reason.contains("no healthy target"), "{reason}");
     }
 
     #[test]

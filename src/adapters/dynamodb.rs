@@ -31,6 +31,19 @@ impl DynamoDbThreads {
     }
 }
 
+/// A failed call on `table`, named with its IAM action.
+fn table_failure<E, R>(
+    table: &str,
+    action: &str,
+    e: &aws_smithy_runtime_api::client::result::SdkError<E, R>,
+) -> Error
+where
+    E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    sdk_failure("dynamodb", &format!("dynamodb:{action} on {table}"), e)
+}
+
 fn unreadable(table: &str, what: &str) -> Error {
     Error::Source {
         source_name: "dynamodb",
@@ -49,13 +62,7 @@ impl ThreadStore for DynamoDbThreads {
             .consistent_read(true)
             .send()
             .await
-            .map_err(|e| {
-                sdk_failure(
-                    "dynamodb",
-                    &format!("dynamodb:GetItem on {}", self.table),
-                    &e,
-                )
-            })?;
+            .map_err(|e| table_failure(&self.table, "GetItem", &e))?;
         let Some(item) = answer.item() else {
             return Ok(None);
         };
@@ -100,11 +107,7 @@ impl ThreadStore for DynamoDbThreads {
             Err(e) if service_error_code(&e) == Some("ConditionalCheckFailedException") => {
                 Ok(false)
             }
-            Err(e) => Err(sdk_failure(
-                "dynamodb",
-                &format!("dynamodb:PutItem on {}", self.table),
-                &e,
-            )),
+            Err(e) => Err(table_failure(&self.table, "PutItem", &e)),
         }
     }
 }
@@ -136,11 +139,7 @@ impl DynamoDbTransitions {
         E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
         R: std::fmt::Debug,
     {
-        sdk_failure(
-            "dynamodb",
-            &format!("dynamodb:{action} on {}", self.table),
-            e,
-        )
+        table_failure(&self.table, action, e)
     }
 }
 

@@ -208,6 +208,22 @@ pub struct HpaFacts {
     pub request_cores: Option<f64>,
 }
 
+/// How many requests one side of the 5xx failed, while the alarm breached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorFacts {
+    pub errors: f64,
+    /// The requests they were a part of (the loudest group's for the
+    /// targets, the whole load balancer's for its own); `None` when unread.
+    pub requests: Option<f64>,
+}
+
+impl ErrorFacts {
+    /// Errors as a share of requests, 0..1.
+    pub fn rate(&self) -> Option<f64> {
+        self.requests.filter(|r| *r > 0.0).map(|r| self.errors / r)
+    }
+}
+
 /// Typed facts of a finding, per kind.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Facts {
@@ -218,6 +234,7 @@ pub enum Facts {
     Throttling(ThrottlingFacts),
     Hpa(HpaFacts),
     Restarts(RestartFacts),
+    Errors(ErrorFacts),
 }
 
 /// What a finding is to the breach: one of its causes, a hypothesis ruled

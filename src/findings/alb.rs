@@ -74,6 +74,12 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
             periods
                 .iter()
                 .filter_map(|t| {
+                    if load_balancer_only(metric) {
+                        // The load balancer's own errors and refusals are published
+                        // per load balancer only: they fall on the group whose
+                        // targets were failing (unhealthy host-periods).
+                        return g.unhealthy_hosts.at(*t);
+                    }
                     let value = g.metric.at(*t)?;
                     Some(match statistic {
                         "Average" => value * g.requests.at(*t).unwrap_or(0.0),
@@ -248,10 +254,20 @@ fn group_line(s: &TargetGroupSummary, unit: &str) -> String {
     )
 }
 
+/// Metrics CloudWatch publishes per load balancer only, never per target group.
+fn load_balancer_only(metric: &str) -> bool {
+    metric.starts_with("HTTPCode_ELB_")
+        || matches!(
+            metric,
+            "RejectedConnectionCount" | "ActiveConnectionCount" | "NewConnectionCount"
+        )
+}
+
 /// What a breaching group is, in a word, for the alarm's metric.
 fn symptom(metric: &str) -> &'static str {
     match metric {
         "TargetResponseTime" | "" => "slow",
+        m if m.starts_with("HTTPCode_ELB_") => "failing behind the load balancer",
         m if m.contains("5XX") => "failing",
         m if m.contains("4XX") => "rejecting requests",
         m if m.contains("HealthyHostCount") => "unhealthy",

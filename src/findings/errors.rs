@@ -7,8 +7,9 @@
 use chrono::{DateTime, Utc};
 
 use super::traffic::round;
+use crate::diagnosis::finding::ErrorFacts;
 use crate::diagnosis::summary::TargetGroupSummary;
-use crate::diagnosis::{Evidence, Finding, FindingId, Verdict};
+use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
 use crate::evidence::AlbEvidence;
 use crate::evidence::model::MetricSeries;
 
@@ -140,6 +141,16 @@ fn target_side(alb: &AlbEvidence, periods: &[DateTime<Utc>], count: f64, share: 
         Some(clause),
     );
     finding.evidence = evidence;
+    finding.facts = Facts::Errors(match &loudest {
+        Some(l) => ErrorFacts {
+            errors: l.errors,
+            requests: Some(l.requests),
+        },
+        None => ErrorFacts {
+            errors: count,
+            requests: None,
+        },
+    });
     finding
 }
 
@@ -223,6 +234,11 @@ fn load_balancer_side(
             },
         )
     };
+    let requests: f64 = alb
+        .groups
+        .iter()
+        .map(|g| sum_at(&g.requests, periods))
+        .sum();
     let mut finding = Finding::decided(
         FindingId::LoadBalancerErrors,
         "The load balancer answers 5xx itself (502 bad gateway, 503 no healthy target, 504 timeout)",
@@ -231,6 +247,10 @@ fn load_balancer_side(
         Some(clause),
     );
     finding.evidence = evidence;
+    finding.facts = Facts::Errors(ErrorFacts {
+        errors: count,
+        requests: (requests > 0.0).then_some(requests + count),
+    });
     finding
 }
 
@@ -239,22 +259,7 @@ mod tests {
     use super::*;
     use crate::evidence::model::{TargetGroup, TargetType};
     use crate::evidence::{GroupEvidence, LoadBalancerErrors};
-    use chrono::TimeZone;
-
-    fn t(minute: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 12, 1, 10, minute, 0).unwrap()
-    }
-
-    fn series(values: &[f64]) -> MetricSeries {
-        MetricSeries {
-            id: "s".into(),
-            points: values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (t(i as u32), *v))
-                .collect(),
-        }
-    }
+    use crate::findings::minutes::{at as t, per_minute as series};
 
     fn group(name: &str, errors: &[f64], requests: &[f64]) -> GroupEvidence {
         GroupEvidence {
@@ -293,7 +298,7 @@ mod tests {
         }
     }
 
-    const PERIODS: [u32; 3] = [0, 1, 2];
+    const PERIODS: [i64; 3] = [0, 1, 2];
 
     fn periods() -> Vec<DateTime<Utc>> {
         PERIODS.iter().map(|m| t(*m)).collect()

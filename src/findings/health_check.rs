@@ -170,22 +170,7 @@ mod tests {
     use crate::evidence::model::{
         HealthCheck, MetricSeries, TargetGroup, TargetHealth, TargetType,
     };
-    use chrono::TimeZone;
-
-    fn t(minute: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 12, 1, 10, minute, 0).unwrap()
-    }
-
-    fn series(values: &[f64]) -> MetricSeries {
-        MetricSeries {
-            id: "s".into(),
-            points: values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| (t(i as u32), *v))
-                .collect(),
-        }
-    }
+    use crate::findings::minutes::{at as t, per_minute as series};
 
     fn group(p99: &[f64], unhealthy: &[f64], reason: Option<&str>, timeout: i32) -> AlbEvidence {
         AlbEvidence {

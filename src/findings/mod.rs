@@ -7,6 +7,8 @@ pub mod capacity;
 pub mod dependency;
 pub mod errors;
 pub mod health_check;
+#[cfg(test)]
+pub(crate) mod minutes;
 pub mod probes;
 pub mod roles;
 pub mod traffic;

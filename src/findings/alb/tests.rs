@@ -1,22 +1,7 @@
-use chrono::Duration;
-
 use super::*;
 use crate::evidence::model::{TargetGroup, TargetHealth};
 
-fn t(minute: i64) -> DateTime<Utc> {
-    DateTime::<Utc>::UNIX_EPOCH + Duration::minutes(29_000_000 + minute)
-}
-
-fn series(values: &[f64]) -> MetricSeries {
-    MetricSeries {
-        id: "s".into(),
-        points: values
-            .iter()
-            .enumerate()
-            .map(|(i, v)| (t(i as i64), *v))
-            .collect(),
-    }
-}
+use crate::findings::minutes::{at as t, per_minute as series};
 
 fn group(
     name: &str,
@@ -243,4 +228,24 @@ fn an_alarm_on_one_group_names_that_group_even_when_another_is_slower() {
         },
     );
     assert_eq!(culprits(&a), ["watched"]);
+}
+
+#[test]
+fn the_load_balancers_own_errors_fall_on_the_group_whose_targets_were_failing() {
+    // ELB 5xx have no per-group series: every group's alarm metric is empty.
+    let mut failing = group("failing", TargetType::Ip, &[0.1; 3], &[300.0; 3], 2);
+    let mut healthy = group("healthy", TargetType::Ip, &[0.1; 3], &[900.0; 3], 0);
+    for g in [&mut failing, &mut healthy] {
+        g.metric = MetricSeries::default();
+    }
+    let a = analyse(
+        &alb(vec![healthy, failing]),
+        &breach(),
+        AlarmShape {
+            metric: "HTTPCode_ELB_5XX_Count",
+            unit: "count",
+            ..shape("Sum", 5.0)
+        },
+    );
+    assert_eq!(culprits(&a), ["failing"]);
 }
