@@ -170,13 +170,17 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         }
     }
     let findings = vec![
-        shared_problem(
-            &summaries,
-            threshold,
-            comparison,
-            breach.is_empty(),
-            (unit, symptom(metric)),
-        ),
+        if load_balancer_only(metric) {
+            shared_problem_by_health(&summaries)
+        } else {
+            shared_problem(
+                &summaries,
+                threshold,
+                comparison,
+                breach.is_empty(),
+                (unit, symptom(metric)),
+            )
+        },
         unhealthy_targets(&summaries),
     ];
     AlbAnalysis {
@@ -413,6 +417,50 @@ fn shared_problem(
         evidence,
         series: Vec::new(),
         facts: Facts::None,
+    }
+}
+
+/// The shared-ALB question for metrics the load balancer publishes only for
+/// itself: a group whose targets failed while the others stayed healthy
+/// localises the errors; no failing group leaves the load balancer itself
+/// (its idle timeout, its connection limits) in question.
+fn shared_problem_by_health(summaries: &[TargetGroupSummary]) -> Finding {
+    let culprits: Vec<&TargetGroupSummary> = summaries.iter().filter(|s| s.culprit).collect();
+    let others = summaries.len() - culprits.len();
+    let others_text = match others {
+        1 => "the other group".to_owned(),
+        n => format!("the {n} other groups"),
+    };
+    let hypothesis =
+        "The shared load balancer or ingress is the problem (rather than one service behind it)";
+    if culprits.is_empty() {
+        return Finding::decided(
+            FindingId::SharedLoadBalancerProblem,
+            hypothesis,
+            Verdict::Inconclusive,
+            "No group's targets failed while the load balancer answered for itself, and CloudWatch has no per-group figure for it: the load balancer (idle timeout, connection limits) or a keep-alive mismatch in any group stay possible.".to_owned(),
+            None,
+        );
+    }
+    let names = culprits
+        .iter()
+        .map(|c| c.label())
+        .collect::<Vec<_>>()
+        .join(", ");
+    Finding {
+        // Where, for the headline, though the hypothesis itself is ruled out.
+        cause: Some(format!(
+            "target group {names} is failing behind the load balancer while {others_text} stay healthy"
+        )),
+        ..Finding::decided(
+            FindingId::SharedLoadBalancerProblem,
+            hypothesis,
+            Verdict::Refuted,
+            format!(
+                "Only {names}'s targets failed while the load balancer answered for itself; {others_text} stayed healthy: the errors come from that group, not from the shared load balancer."
+            ),
+            Some(format!("shared ALB: {others_text} stayed healthy")),
+        )
     }
 }
 
