@@ -229,6 +229,10 @@ pub struct AlarmNotification {
     pub alarm_rule: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub triggering_children: Vec<TriggeringChild>,
+    /// The alarm's tags, when EventBridge carried them (tag propagation on);
+    /// SNS notifications have none.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub alarm_tags: std::collections::BTreeMap<String, String>,
 }
 
 /// The four shapes an alarm notification comes in.

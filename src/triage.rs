@@ -25,7 +25,7 @@ pub fn assemble(
     config: &ClassifierConfig,
     now: DateTime<Utc>,
 ) -> Diagnosis {
-    let alarm = AlarmFacts::from_notification(notification);
+    let alarm = AlarmFacts::of(notification, &investigation.evidence);
     let evidence = &investigation.evidence;
     let history = evidence
         .history
@@ -80,7 +80,11 @@ pub fn assemble(
     });
     let next_steps = propose(&alarm, &classification, &decided, kind, now);
     let mut links = console_links(&alarm);
-    links.extend(investigation_links(&alarm, &decided));
+    links.extend(investigation_links(
+        &alarm,
+        &notification.alarm_tags,
+        &decided,
+    ));
     let mut notes = plan(notification).notes;
     notes.extend(decided.notes);
 
@@ -244,7 +248,11 @@ pub fn runbook_url(description: &str) -> Option<String> {
 
 /// Links that follow the investigation: the culprit group's metrics, the
 /// workload in the EKS console, and the alarm's runbook.
-fn investigation_links(alarm: &AlarmFacts, decided: &findings::Decided) -> Vec<Link> {
+fn investigation_links(
+    alarm: &AlarmFacts,
+    tags: &std::collections::BTreeMap<String, String>,
+    decided: &findings::Decided,
+) -> Vec<Link> {
     let mut links = Vec::new();
     if let Some(region) = alarm.region.as_deref() {
         let region = utf8_percent_encode(region, FRAGMENT).to_string();
@@ -271,7 +279,12 @@ fn investigation_links(alarm: &AlarmFacts, decided: &findings::Decided) -> Vec<L
             });
         }
     }
-    if let Some(url) = alarm.description.as_deref().and_then(runbook_url) {
+    // A `runbook` tag (any case, `runbook_url` too) first, then the description.
+    let tagged = tags
+        .iter()
+        .filter(|(key, _)| key.to_ascii_lowercase().starts_with("runbook"))
+        .find_map(|(_, value)| runbook_url(value));
+    if let Some(url) = tagged.or_else(|| alarm.description.as_deref().and_then(runbook_url)) {
         links.push(Link {
             label: "Runbook".to_owned(),
             url,

@@ -161,6 +161,43 @@ impl AlarmFacts {
         }
     }
 
+    /// Fills what the notification did not carry from the alarm's definition
+    /// (DescribeAlarms): an EventBridge event has no comparison or evaluation
+    /// counts, and its reason does not always spell them out. What the
+    /// notification said wins: the definition may have changed since.
+    pub fn complete_from(&mut self, definition: &crate::evidence::model::AlarmDefinition) {
+        fn fill<T: Clone>(slot: &mut Option<T>, from: &Option<T>) {
+            if slot.is_none() {
+                slot.clone_from(from);
+            }
+        }
+        fill(&mut self.statistic, &definition.statistic);
+        fill(&mut self.comparison, &definition.comparison);
+        fill(&mut self.threshold, &definition.threshold);
+        fill(&mut self.period_seconds, &definition.period_seconds);
+        fill(&mut self.evaluation_periods, &definition.evaluation_periods);
+        fill(
+            &mut self.datapoints_to_alarm,
+            &definition.datapoints_to_alarm,
+        );
+        fill(
+            &mut self.datapoints_to_alarm,
+            &definition.evaluation_periods,
+        );
+    }
+
+    /// The facts of `notification`, completed from the definition the evidence holds.
+    pub fn of(
+        notification: &AlarmNotification,
+        evidence: &crate::evidence::GatheredEvidence,
+    ) -> Self {
+        let mut facts = AlarmFacts::from_notification(notification);
+        if let Some(Some(definition)) = &evidence.definition {
+            facts.complete_from(definition);
+        }
+        facts
+    }
+
     /// The value of a dimension of the watched metric.
     pub fn dimension(&self, name: &str) -> Option<&str> {
         self.dimensions
@@ -281,6 +318,42 @@ mod tests {
         assert_eq!(a, b);
         assert_ne!(a, c);
         assert!(a.as_str().starts_with("dx-") && a.as_str().len() == 27);
+    }
+
+    #[test]
+    fn what_a_notification_lacks_comes_from_the_definition_and_what_it_says_wins() {
+        let mut facts = AlarmFacts::from_notification(&notification("2026-11-29T10:00:00.000Z"));
+        facts.threshold = Some(0.8);
+        let definition = crate::evidence::model::AlarmDefinition {
+            name: "a".into(),
+            composite: false,
+            state: None,
+            namespace: None,
+            metric_name: None,
+            dimensions: vec![],
+            statistic: Some("p99".into()),
+            period_seconds: Some(60),
+            evaluation_periods: Some(5),
+            datapoints_to_alarm: Some(3),
+            threshold: Some(2.0),
+            comparison: Some("GreaterThanOrEqualToThreshold".into()),
+            actions_enabled: None,
+        };
+        facts.complete_from(&definition);
+        assert_eq!(
+            facts.threshold,
+            Some(0.8),
+            "the notification's own threshold wins"
+        );
+        assert_eq!(
+            facts.comparison.as_deref(),
+            Some("GreaterThanOrEqualToThreshold")
+        );
+        assert_eq!(
+            (facts.evaluation_periods, facts.datapoints_to_alarm),
+            (Some(5), Some(3))
+        );
+        assert_eq!(facts.statistic.as_deref(), Some("p99"));
     }
 
     #[test]

@@ -112,6 +112,10 @@ pub async fn gather<S: EvidenceSources>(
     };
 
     let cloud = read_cloud(sources, &ledger, alarm, &plan, budget, window).await;
+    let mut facts = facts;
+    if let Some(Some(definition)) = &cloud.definition {
+        facts.complete_from(definition);
+    }
     let breakdown = findings::breakdown(&facts, cloud.statistics.as_ref(), cloud.alb.as_ref());
     let (workload, pod_series) = match (&cloud.alb, &plan.metric) {
         (Some(alb), Some(metric)) => {

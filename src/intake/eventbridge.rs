@@ -132,6 +132,15 @@ pub fn notification_from_event(event: &Value) -> Result<AlarmNotification> {
         trigger,
         alarm_rule: text(&configuration, "/alarmRule").map(str::to_owned),
         triggering_children,
+        alarm_tags: detail
+            .get("alarmTags")
+            .and_then(Value::as_object)
+            .map(|tags| {
+                tags.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default(),
     })
 }
 
@@ -287,6 +296,16 @@ impl ReasonCounts {
             ),
             ("greater than the threshold", "GreaterThanThreshold"),
             ("less than the threshold", "LessThanThreshold"),
+            // Anomaly detection bands.
+            (
+                "greater than the upper thresholds",
+                "GreaterThanUpperThreshold",
+            ),
+            ("less than the lower thresholds", "LessThanLowerThreshold"),
+            (
+                "outside the band",
+                "LessThanLowerOrGreaterThanUpperThreshold",
+            ),
         ]
         .into_iter()
         .find(|(phrase, _)| {

@@ -30,6 +30,10 @@ fn a_single_metric_alarm_maps_onto_the_sns_form_with_what_the_reason_says() {
     assert_eq!(trigger.period, Some(60));
     assert_eq!(alarm.region_code(), Some("eu-west-1"));
     assert_eq!(alarm.old_state_value, AlarmState::Ok);
+    assert_eq!(
+        alarm.alarm_tags.get("team").map(String::as_str),
+        Some("checkout")
+    );
 }
 
 #[test]
@@ -63,6 +67,15 @@ fn a_metric_math_rate_keeps_its_queries_and_reads_its_numerator() {
 fn an_anomaly_band_alarm_names_its_band() {
     let alarm = notification_from_event(&event("eventbridge-anomaly-alarm-request-count")).unwrap();
     assert_eq!(alarm.kind(), AlarmKind::AnomalyBand);
+    assert_eq!(
+        alarm
+            .trigger
+            .as_ref()
+            .unwrap()
+            .comparison_operator
+            .as_deref(),
+        Some("GreaterThanUpperThreshold")
+    );
     assert_eq!(
         alarm
             .trigger
