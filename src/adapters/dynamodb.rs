@@ -44,6 +44,24 @@ where
     sdk_failure("dynamodb", &format!("dynamodb:{action} on {table}"), e)
 }
 
+/// A conditional write's outcome: `true` when written, `false` when its
+/// condition did not hold (someone else's item is there).
+fn written<T, E, R>(
+    answer: std::result::Result<T, aws_smithy_runtime_api::client::result::SdkError<E, R>>,
+    table: &str,
+    action: &str,
+) -> Result<bool>
+where
+    E: aws_smithy_types::error::metadata::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    match answer {
+        Ok(_) => Ok(true),
+        Err(e) if service_error_code(&e) == Some("ConditionalCheckFailedException") => Ok(false),
+        Err(e) => Err(table_failure(table, action, &e)),
+    }
+}
+
 fn unreadable(table: &str, what: &str) -> Error {
     Error::Source {
         source_name: "dynamodb",
@@ -102,13 +120,7 @@ impl ThreadStore for DynamoDbThreads {
             .expression_attribute_values(":now", AttributeValue::N(now.timestamp().to_string()))
             .send()
             .await;
-        match answer {
-            Ok(_) => Ok(true),
-            Err(e) if service_error_code(&e) == Some("ConditionalCheckFailedException") => {
-                Ok(false)
-            }
-            Err(e) => Err(table_failure(&self.table, "PutItem", &e)),
-        }
+        written(answer, &self.table, "PutItem")
     }
 }
 
@@ -166,13 +178,7 @@ impl crate::publish::once::TransitionLedger for DynamoDbTransitions {
             .expression_attribute_values(":stale", AttributeValue::N(stale.timestamp().to_string()))
             .send()
             .await;
-        match answer {
-            Ok(_) => Ok(true),
-            Err(e) if service_error_code(&e) == Some("ConditionalCheckFailedException") => {
-                Ok(false)
-            }
-            Err(e) => Err(self.failure("PutItem", &e)),
-        }
+        written(answer, &self.table, "PutItem")
     }
 
     async fn published(&self, id: &str) -> Result<()> {
@@ -200,10 +206,7 @@ impl crate::publish::once::TransitionLedger for DynamoDbTransitions {
             .expression_attribute_values(":claimed", AttributeValue::S("claimed".to_owned()))
             .send()
             .await;
-        match answer {
-            Ok(_) => Ok(()),
-            Err(e) if service_error_code(&e) == Some("ConditionalCheckFailedException") => Ok(()),
-            Err(e) => Err(self.failure("DeleteItem", &e)),
-        }
+        // Already published or taken over: nothing to give up.
+        written(answer, &self.table, "DeleteItem").map(|_| ())
     }
 }
