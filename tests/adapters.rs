@@ -499,4 +499,49 @@ mod thread_store {
             .unwrap_err();
         assert!(error.to_string().contains("ts"), "{error}");
     }
+
+    #[tokio::test]
+    async fn a_transition_is_claimed_once_and_a_lost_release_is_no_error() {
+        use alarm_triage::adapters::dynamodb::DynamoDbTransitions;
+        use alarm_triage::publish::once::TransitionLedger;
+        use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+        let condition_failed = || {
+            ErrorMetadata::builder()
+                .code("ConditionalCheckFailedException")
+                .message("exists")
+                .build()
+        };
+        let claimed = mock!(aws_sdk_dynamodb::Client::put_item)
+            .match_requests(|r| {
+                r.condition_expression()
+                    .is_some_and(|c| c.contains("attribute_not_exists") && c.contains(":stale"))
+            })
+            .then_output(|| PutItemOutput::builder().build());
+        let held = mock!(aws_sdk_dynamodb::Client::put_item)
+            .then_error(move || PutItemError::generic(condition_failed()));
+        let gone = mock!(aws_sdk_dynamodb::Client::delete_item)
+            .then_error(move || DeleteItemError::generic(condition_failed()));
+        let throttled = mock!(aws_sdk_dynamodb::Client::put_item).then_error(|| {
+            PutItemError::generic(
+                ErrorMetadata::builder()
+                    .code("ProvisionedThroughputExceededException")
+                    .message("slow down")
+                    .build(),
+            )
+        });
+        let client = mock_client!(
+            aws_sdk_dynamodb,
+            RuleMode::Sequential,
+            [&claimed, &held, &gone, &throttled]
+        );
+        let ledger = DynamoDbTransitions::from_client(client, "transitions".into());
+        assert!(ledger.claim("dx-1", at(0)).await.unwrap());
+        assert!(
+            !ledger.claim("dx-1", at(1)).await.unwrap(),
+            "the other delivery stands down"
+        );
+        ledger.release("dx-1").await.unwrap();
+        let error = ledger.claim("dx-2", at(2)).await.unwrap_err().to_string();
+        assert!(error.contains("dynamodb:PutItem on transitions"), "{error}");
+    }
 }

@@ -135,6 +135,11 @@ pub struct DynamoDbTransitions {
 }
 
 impl DynamoDbTransitions {
+    /// A ledger over an existing client (tests give it a mocked one).
+    pub fn from_client(client: aws_sdk_dynamodb::Client, table: String) -> Self {
+        DynamoDbTransitions { client, table }
+    }
+
     pub fn new(aws: &SdkConfig, table: String) -> Self {
         DynamoDbTransitions {
             client: aws_sdk_dynamodb::Client::new(aws),
