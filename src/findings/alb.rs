@@ -81,6 +81,11 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                         return g.unhealthy_hosts.at(*t);
                     }
                     let value = g.metric.at(*t)?;
+                    // A low alarm (too few healthy hosts, traffic gone) weighs
+                    // how far each group fell under the threshold.
+                    if comparison.starts_with("LessThan") {
+                        return Some((threshold - value).max(0.0));
+                    }
                     Some(match statistic {
                         "Average" => value * g.requests.at(*t).unwrap_or(0.0),
                         "Sum" | "SampleCount" => value,

@@ -249,3 +249,23 @@ fn the_load_balancers_own_errors_fall_on_the_group_whose_targets_were_failing() 
     );
     assert_eq!(culprits(&a), ["failing"]);
 }
+
+#[test]
+fn a_low_alarm_falls_on_the_group_that_fell_under_its_threshold() {
+    // HealthyHostCount Minimum < 1 on the load balancer: "empty" lost its targets.
+    let mut empty = group("empty", TargetType::Ip, &[0.1; 3], &[300.0; 3], 3);
+    let mut fine = group("fine", TargetType::Ip, &[0.1; 3], &[300.0; 3], 0);
+    empty.metric = series(&[3.0, 0.0, 0.0]);
+    fine.metric = series(&[3.0, 3.0, 3.0]);
+    let a = analyse(
+        &alb(vec![fine, empty]),
+        &breach(),
+        AlarmShape {
+            metric: "HealthyHostCount",
+            unit: "count",
+            comparison: "LessThanThreshold",
+            ..shape("Minimum", 1.0)
+        },
+    );
+    assert_eq!(culprits(&a), ["empty"]);
+}
