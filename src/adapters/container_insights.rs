@@ -11,7 +11,7 @@ use super::cloudwatch::CloudWatchSource;
 use crate::alarm::Dimension;
 use crate::error::{Error, Result};
 use crate::evidence::model::MetricQuery;
-use crate::evidence::workload::{PerPod, PodSeries};
+use crate::evidence::workload::{PerPod, PodSeries, PodsListed};
 use crate::evidence::{MetricSource, source};
 
 pub const NAMESPACE: &str = "ContainerInsights";
@@ -22,38 +22,37 @@ pub struct ContainerInsightsSource {
     cloudwatch: CloudWatchSource,
 }
 
-/// The `PodName` dimension Container Insights gives a pod: its owner's name,
-/// the pod name without the ReplicaSet hash and the pod suffix.
+/// The `PodName` dimension Container Insights gives a pod that the walk saw
+/// no ReplicaSet for (a Deployment's pods are named from their ReplicaSet):
+/// its controller's name, without the ordinal of a StatefulSet pod (`db-0`)
+/// or the random suffix of a DaemonSet or Job pod (`fluent-bit-x7k2q`).
 pub fn owner_name(pod: &str) -> &str {
-    let mut cut = pod;
-    for _ in 0..2 {
-        match cut.rsplit_once('-') {
-            Some((head, _)) if !head.is_empty() => cut = head,
-            _ => return pod,
-        }
+    match pod.rsplit_once('-') {
+        Some((controller, _)) if !controller.is_empty() => controller,
+        _ => pod,
     }
-    cut
 }
 
 /// Two queries per pod, CPU (`pod_cpu_usage_total`, millicores) then memory
-/// (`pod_memory_working_set`, bytes), in pod order.
-pub fn queries(
-    cluster: &str,
-    namespace: &str,
-    pods: &[String],
-    period_seconds: u32,
-) -> Vec<MetricQuery> {
-    let mut out = Vec::with_capacity(pods.len() * 2);
-    for (i, pod) in pods.iter().enumerate() {
+/// (`pod_memory_working_set`, bytes), in pod order. `PodName` is the pod's
+/// workload as the walk read it (its ReplicaSet's Deployment), else guessed
+/// from the pod's name.
+pub fn queries(cluster: &str, pods: &PodsListed, period_seconds: u32) -> Vec<MetricQuery> {
+    let mut out = Vec::with_capacity(pods.pods.len() * 2);
+    for (i, pod) in pods.pods.iter().enumerate() {
         let dimension = |name: &str, value: &str| Dimension {
             name: name.to_owned(),
             value: value.to_owned(),
         };
+        let workload = pods
+            .workloads
+            .get(pod)
+            .map_or_else(|| owner_name(pod), String::as_str);
         let dimensions = vec![
             dimension("ClusterName", cluster),
             dimension("FullPodName", pod),
-            dimension("Namespace", namespace),
-            dimension("PodName", owner_name(pod)),
+            dimension("Namespace", &pods.namespace),
+            dimension("PodName", workload),
         ];
         for (suffix, metric) in [
             ("cpu", "pod_cpu_usage_total"),
@@ -80,8 +79,7 @@ impl ContainerInsightsSource {
     pub async fn pod_series(
         &self,
         cluster: &str,
-        namespace: &str,
-        pods: &[String],
+        listed: &PodsListed,
         start: DateTime<Utc>,
         end: DateTime<Utc>,
         step_seconds: u32,
@@ -90,7 +88,7 @@ impl ContainerInsightsSource {
         let period = step_seconds.max(60);
         let answers = self
             .cloudwatch
-            .metric_data(&queries(cluster, namespace, pods, period), start, end)
+            .metric_data(&queries(cluster, listed, period), start, end)
             .await
             .map_err(|e| match e {
                 Error::Source {
@@ -102,6 +100,7 @@ impl ContainerInsightsSource {
                 },
                 other => other,
             })?;
+        let (namespace, pods) = (&listed.namespace, &listed.pods);
         let series = from_answers(pods, answers.into_iter().map(|s| s.points), period, cluster);
         if series.cpu.is_empty() {
             return Err(Error::Source {
@@ -159,33 +158,34 @@ mod tests {
     use chrono::TimeZone;
 
     #[test]
-    fn a_replica_set_pod_is_published_under_its_deployment_name() {
-        assert_eq!(owner_name("checkout-7d9f8b6c5d-x2x9q"), "checkout");
-        assert_eq!(owner_name("api-gateway-5f9c8d7b64-j6pxh"), "api-gateway");
+    fn a_pod_without_a_replica_set_is_published_under_its_controller_name() {
+        assert_eq!(owner_name("db-0"), "db");
+        assert_eq!(owner_name("fluent-bit-x7k2q"), "fluent-bit");
         assert_eq!(owner_name("single"), "single");
     }
 
     #[test]
-    fn each_pod_is_asked_for_cpu_then_memory_by_its_full_name() {
-        let q = queries(
-            "prod",
-            "shop",
-            &["web-1a2b3c-x1".to_owned(), "web-1a2b3c-y2".to_owned()],
-            60,
-        );
+    fn each_pod_is_asked_for_cpu_then_memory_by_its_full_name_and_its_workload() {
+        let listed = PodsListed {
+            cluster: None,
+            namespace: "shop".to_owned(),
+            pods: vec!["web-1a2b3c-x1".to_owned(), "db-0".to_owned()],
+            // A StatefulSet pod has no ReplicaSet: its name is guessed.
+            workloads: [("web-1a2b3c-x1".to_owned(), "web".to_owned())].into(),
+        };
+        let q = queries("prod", &listed, 60);
         assert_eq!(q.len(), 4);
         assert_eq!(q[0].metric_name, "pod_cpu_usage_total");
         assert_eq!(q[1].metric_name, "pod_memory_working_set");
-        assert!(
-            q[2].dimensions
+        let value = |i: usize, name: &str| {
+            q[i].dimensions
                 .iter()
-                .any(|d| d.name == "FullPodName" && d.value == "web-1a2b3c-y2")
-        );
-        assert!(
-            q[2].dimensions
-                .iter()
-                .any(|d| d.name == "PodName" && d.value == "web")
-        );
+                .find(|d| d.name == name)
+                .map(|d| d.value.clone())
+        };
+        assert_eq!(value(0, "PodName").as_deref(), Some("web"));
+        assert_eq!(value(2, "FullPodName").as_deref(), Some("db-0"));
+        assert_eq!(value(2, "Namespace").as_deref(), Some("shop"));
     }
 
     #[test]

@@ -369,14 +369,7 @@ mod delegation {
             ) {
                 (None, Some(cluster)) => {
                     self.container_insights
-                        .pod_series(
-                            &cluster,
-                            &pods.namespace,
-                            &pods.pods,
-                            start,
-                            end,
-                            step_seconds,
-                        )
+                        .pod_series(&cluster, pods, start, end, step_seconds)
                         .await
                 }
                 _ => {

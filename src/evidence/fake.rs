@@ -177,11 +177,11 @@ impl KubernetesSource for StaticSources {
             retryable: false,
         })?;
         tokio::time::sleep(self.latency).await;
-        let _ = pods_listed.send(PodsListed {
-            cluster: workload.cluster.clone(),
-            namespace: workload.service.namespace.clone(),
-            pods: workload.pods.iter().map(|p| p.name.clone()).collect(),
-        });
+        let _ = pods_listed.send(PodsListed::of(
+            workload.cluster.clone(),
+            workload.service.namespace.clone(),
+            &workload.pods,
+        ));
         tokio::time::sleep(self.latency).await;
         Ok(workload)
     }

@@ -43,6 +43,29 @@ pub struct PodsListed {
     pub cluster: Option<String>,
     pub namespace: String,
     pub pods: Vec<String>,
+    /// Each pod's workload (its ReplicaSet's Deployment), when it has one:
+    /// the name Container Insights publishes as `PodName`.
+    pub workloads: BTreeMap<String, String>,
+}
+
+impl PodsListed {
+    /// The announcement of `pods` in `namespace` of `cluster`.
+    pub fn of(cluster: Option<String>, namespace: String, pods: &[PodInfo]) -> Self {
+        PodsListed {
+            cluster,
+            namespace,
+            pods: pods.iter().map(|p| p.name.clone()).collect(),
+            // A ReplicaSet is named after its Deployment plus the pod-template hash.
+            workloads: pods
+                .iter()
+                .filter_map(|p| {
+                    let set = p.owner_replica_set.as_deref()?;
+                    let (deployment, _hash) = set.rsplit_once('-')?;
+                    Some((p.name.clone(), deployment.to_owned()))
+                })
+                .collect(),
+        }
+    }
 }
 
 /// Where the walk announces its pods; dropped unsent when it finds none.

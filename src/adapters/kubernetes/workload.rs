@@ -64,11 +64,7 @@ pub async fn walk(
         let pods = list_pods(cluster, &ns, &by_labels, &labels).await;
         if let Ok(pods) = &pods {
             // The receiver may be gone (the gathering ran out of time): nothing to do then.
-            let _ = pods_listed.send(PodsListed {
-                cluster: target.cluster.clone(),
-                namespace: ns.clone(),
-                pods: pods.iter().map(|p| p.name.clone()).collect(),
-            });
+            let _ = pods_listed.send(PodsListed::of(target.cluster.clone(), ns.clone(), pods));
         }
         pods
     };
