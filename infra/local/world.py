@@ -60,6 +60,17 @@ def _require(mapping: Any, key: str, file: Path | str, field: str, expected: str
     return mapping[key]
 
 
+def _only_keys(spec: Any, f: Path | str, field: str, keys: tuple[str, ...] | list[str], expected: str) -> dict[str, Any]:
+    """`spec` as a mapping holding none but `keys`; else a WorldError naming the
+    first stray key (or the field, when it is no mapping)."""
+    if not isinstance(spec, dict):
+        raise WorldError(f, field, expected, spec)
+    unknown = sorted(set(spec) - set(keys))
+    if unknown:
+        raise WorldError(f, f"{field}.{unknown[0]}", f"one of {', '.join(keys)}", spec[unknown[0]])
+    return spec
+
+
 @dataclass
 class World:
     directory: Path
@@ -209,11 +220,7 @@ def validate_level(f: Path, field: str, spec: Any) -> None:
     expected = "a level: a number or {base, burst, noise, ramp: {from, to, value}}"
     if _is_number(spec):
         return
-    if not isinstance(spec, dict):
-        raise WorldError(f, field, expected, spec)
-    unknown = sorted(set(spec) - {"base", "burst", "noise", "ramp"})
-    if unknown:
-        raise WorldError(f, f"{field}.{unknown[0]}", f"one of base, burst, noise, ramp in {expected}", spec[unknown[0]])
+    _only_keys(spec, f, field, ("base", "burst", "noise", "ramp"), expected)
     for key in ("base", "burst", "noise"):
         if key in spec and not _is_number(spec[key]):
             raise WorldError(f, f"{field}.{key}", "a number", spec[key])
@@ -326,9 +333,7 @@ def validate_pod_groups(f: Path, section: str, spec: Any) -> None:
     for i, group in enumerate(pods):
         where = f"{section}.pods[{i}]"
         _require(group, "namespace", f, where, "the namespace")
-        unknown = sorted(set(group) - set(POD_GROUP_KEYS))
-        if unknown:
-            raise WorldError(f, f"{where}.{unknown[0]}", f"one of {', '.join(POD_GROUP_KEYS)}", group[unknown[0]])
+        _only_keys(group, f, where, POD_GROUP_KEYS, "a pod group")
         names = _require(group, "names", f, where, "the pod names")
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise WorldError(f, f"{where}.names", "a non-empty list of pod names", names)
@@ -429,23 +434,16 @@ def organisation(world: World) -> dict[str, Any] | None:
     f, spec = world.file, world.spec.get("organisation")
     if spec is None:
         return None
-    if not isinstance(spec, dict):
-        raise WorldError(f, "organisation", "a mapping {central_account, member_role: {name, present}}", spec)
-    unknown = sorted(set(spec) - {"central_account", "member_role"})
-    if unknown:
-        raise WorldError(f, f"organisation.{unknown[0]}", "one of central_account, member_role")
+    _only_keys(spec, f, "organisation", ("central_account", "member_role"),
+               "a mapping {central_account, member_role: {name, present}}")
     central = str(_require(spec, "central_account", f, "organisation", "the central account (12 digits) the function runs in"))
     if not re.fullmatch(r"\d{12}", central):
         raise WorldError(f, "organisation.central_account", "a 12-digit AWS account id", central)
     if central == str(world.spec["account"]):
         raise WorldError(f, "organisation.central_account", f"another account than the world's own ({world.spec['account']}), "
                          "which is the member account", central)
-    role = spec.get("member_role") or {}
-    if not isinstance(role, dict):
-        raise WorldError(f, "organisation.member_role", "a mapping {name, present}", role)
-    unknown = sorted(set(role) - {"name", "present"})
-    if unknown:
-        raise WorldError(f, f"organisation.member_role.{unknown[0]}", "one of name, present")
+    role = _only_keys(spec.get("member_role") or {}, f, "organisation.member_role", ("name", "present"),
+                      "a mapping {name, present}")
     name = str(role.get("name", DEFAULT_MEMBER_ROLE))
     if not ROLE_NAME.match(name):
         raise WorldError(f, "organisation.member_role.name", "an IAM role name (1-64 of letters, digits and +=,.@_-)", name)
@@ -462,11 +460,7 @@ def composite_alarm(world: World) -> dict[str, Any] | None:
     f, spec = world.file, world.spec.get("composite_alarm")
     if spec is None:
         return None
-    if not isinstance(spec, dict):
-        raise WorldError(f, "composite_alarm", "a mapping {name, description}", spec)
-    unknown = sorted(set(spec) - {"name", "description"})
-    if unknown:
-        raise WorldError(f, f"composite_alarm.{unknown[0]}", "one of name, description")
+    _only_keys(spec, f, "composite_alarm", ("name", "description"), "a mapping {name, description}")
     name = str(_require(spec, "name", f, "composite_alarm", "the composite alarm's name"))
     if not 1 <= len(name) <= 255 or name == world.spec["alarm"]["name"]:
         raise WorldError(f, "composite_alarm.name", "1-255 characters, not the name of the world's alarm", name)
