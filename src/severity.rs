@@ -52,6 +52,12 @@ pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
             "a few slow requests at low traffic; users at large unaffected".to_owned(),
         );
     }
+    if caused_by(FindingId::ThresholdInsideNormalRange) {
+        return (
+            Severity::Warning,
+            "nothing changed: the alarm fires on the metric's usual level".to_owned(),
+        );
+    }
     let statistic = impact.alarm.statistic.as_deref().unwrap_or("Average");
     let latency = impact.alarm.metric_name.as_deref() == Some("TargetResponseTime");
     let slowest_culprit = impact
@@ -160,6 +166,8 @@ mod tests {
             p99_peak: None,
             requests_per_minute_while_breaching: None,
             share_of_breach: None,
+            baseline: None,
+            without_its_change: None,
             http_5xx_in_window: None,
             unhealthy_hosts_peak: None,
             targets_healthy: None,

@@ -233,10 +233,18 @@ fn console_links(alarm: &AlarmFacts) -> Vec<Link> {
 }
 
 /// A runbook URL the alarm's description carries (`Runbook: https://...`).
+/// Only https: a plain-http (or any other scheme's) link stays text, whatever
+/// markup (Markdown, Slack's `<url|label>`) wraps it.
 pub fn runbook_url(description: &str) -> Option<String> {
     description
-        .split(|c: char| c.is_whitespace() || matches!(c, '<' | '>' | '(' | ')' | '"' | '\''))
-        .filter(|w| w.starts_with("https://") || w.starts_with("http://"))
+        .split(|c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '<' | '>' | '(' | ')' | '[' | ']' | '|' | '"' | '\'' | '`'
+                )
+        })
+        .filter(|w| w.starts_with("https://"))
         .map(|w| w.trim_end_matches(['.', ',', ';', ':', '!', '?']))
         .find(|url| {
             url.len() <= MAX_LINK_URL_CHARS
@@ -371,6 +379,18 @@ pub(crate) mod tests {
             Some("https://wiki.example.com/runbooks/checkout-latency".to_owned())
         );
         assert_eq!(super::runbook_url("no link here"), None);
+        for hostile in [
+            "[click](http://evil.example)",
+            "<http://evil.example|click>",
+            "![img](http://evil.example/x.png)",
+            "Runbook: http://wiki.example.com/plain",
+        ] {
+            assert_eq!(super::runbook_url(hostile), None, "{hostile}");
+        }
+        assert_eq!(
+            super::runbook_url("<https://wiki.example.com/rb|the runbook>"),
+            Some("https://wiki.example.com/rb".to_owned())
+        );
         assert_eq!(super::runbook_url("javascript:alert(1) ftp://x"), None);
         assert_eq!(
             super::runbook_url("see <https://x.example/a b>"),

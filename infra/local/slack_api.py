@@ -42,6 +42,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import signal
 import sys
 import threading
@@ -378,12 +379,22 @@ class Handler(BaseHTTPRequestHandler):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, default=0, help="0: any free port, written to --port-file")
+    parser.add_argument("--port-file", help="where to write the port once listening")
     parser.add_argument("--config", required=True)
     args = parser.parse_args()
     with open(args.config) as f:
         config = json.load(f)
     server = Slack(args.port, config.get("webhooks", {}), config["bot_token"], config.get("channels", {}))
+    if args.port_file:
+        # Bound and listening before the port is published: a client that reads
+        # the file can connect at once, and no other process can have taken the
+        # port between a probe and this bind (the race a port picked by the
+        # caller has).
+        tmp = f"{args.port_file}.tmp"
+        with open(tmp, "w") as f:
+            f.write(str(server.server_address[1]))
+        os.replace(tmp, args.port_file)
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     server.serve_forever()
 

@@ -34,12 +34,13 @@ pub enum FindingId {
     HealthCheckTimeout,
     ProbeFailures,
     NodesBlocked,
+    ThresholdInsideNormalRange,
     Unrecognised(String),
 }
 
 impl FindingId {
     /// Every id this version produces, in no particular order.
-    pub const KNOWN: [FindingId; 20] = [
+    pub const KNOWN: [FindingId; 21] = [
         FindingId::AlarmFlapping,
         FindingId::LowTrafficArtifact,
         FindingId::LatencyOutliers,
@@ -60,6 +61,7 @@ impl FindingId {
         FindingId::HealthCheckTimeout,
         FindingId::ProbeFailures,
         FindingId::NodesBlocked,
+        FindingId::ThresholdInsideNormalRange,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -84,6 +86,7 @@ impl FindingId {
             FindingId::HealthCheckTimeout => "targets.health_check_timeout",
             FindingId::ProbeFailures => "pods.probe_failures",
             FindingId::NodesBlocked => "capacity.nodes_blocked",
+            FindingId::ThresholdInsideNormalRange => "alarm.threshold_inside_normal_range",
             FindingId::Unrecognised(id) => id,
         }
     }
@@ -335,6 +338,15 @@ pub struct Finding {
 }
 
 impl Finding {
+    /// The same finding with `cause` as its clause in the verdict line (where,
+    /// for the headline, even when the hypothesis itself is ruled out).
+    pub fn with_cause(self, cause: String) -> Self {
+        Finding {
+            cause: Some(cause),
+            ..self
+        }
+    }
+
     /// A decided hypothesis: `clause` is its cause when the evidence does not
     /// refute it, and what ruled it out when it does. The role is set once all
     /// findings are decided; evidence, series and facts start empty.

@@ -36,8 +36,16 @@ pub struct TargetGroupSummary {
     pub statistic_while_breaching: Option<f64>,
     pub p99_peak: Option<f64>,
     pub requests_per_minute_while_breaching: Option<f64>,
-    /// This group's share of the breach (request-weighted for an Average), 0..1.
+    /// This group's share of the breach, 0..1: of the change that brought the
+    /// metric over when a baseline was read, else of its level (request-weighted
+    /// for an Average).
     pub share_of_breach: Option<f64>,
+    /// The group's own statistic at its usual level before the breach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<f64>,
+    /// The alarm's metric over the breach had this group stayed at its baseline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub without_its_change: Option<f64>,
     pub http_5xx_in_window: Option<f64>,
     pub unhealthy_hosts_peak: Option<f64>,
     pub targets_healthy: Option<u32>,

@@ -237,6 +237,9 @@ pub struct AlbEvidence {
     pub groups: Vec<GroupEvidence>,
     /// The 5xx of the whole load balancer, its own and its targets'.
     pub errors: LoadBalancerErrors,
+    /// The Services the cluster's TargetGroupBindings name, by target group
+    /// ARN: what AWS's tags or a group's name only suggest, confirmed.
+    pub services: std::collections::BTreeMap<String, service_map::ServiceRef>,
 }
 
 /// 5xx counts per period for the whole load balancer. The ones the load

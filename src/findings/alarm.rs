@@ -96,3 +96,77 @@ pub fn alarm_behaviour(classification: &Classification, history_known: bool) -> 
         )
     }
 }
+
+/// Nothing behind the load balancer moved, yet the alarm breached: its
+/// threshold sits inside the metric's normal range. Decided only when the
+/// attribution found no group that changed; the metric's spread over the
+/// window read is the evidence, and the alarm itself is what to change.
+pub fn threshold_inside_normal_range(
+    found: &super::attribution::Attribution,
+    metric: Option<&crate::evidence::model::MetricSeries>,
+    threshold: f64,
+    unit: &str,
+) -> Option<Finding> {
+    use super::attribution::{BaselineSource, Outcome};
+    use crate::evidence::model::with_unit;
+    if found.outcome != Outcome::NothingChanged {
+        return None;
+    }
+    let mut values: Vec<f64> = metric
+        .map(|m| m.points.iter().map(|(_, v)| *v).collect())
+        .unwrap_or_default();
+    values.sort_by(f64::total_cmp);
+    let quantile = |q: f64| {
+        (!values.is_empty()).then(|| values[((values.len() - 1) as f64 * q).round() as usize])
+    };
+    let (low, middle, high) = (quantile(0.1), quantile(0.5), quantile(0.9));
+    let range = match (low, middle, high) {
+        (Some(l), Some(m), Some(h)) => format!(
+            "{} (10th to 90th percentile {} to {})",
+            with_unit(m, unit),
+            with_unit(l, unit),
+            with_unit(h, unit)
+        ),
+        _ => "not read".to_owned(),
+    };
+    let throughout = found.baseline.source == BaselineSource::EarlyWindow;
+    let summary = if throughout {
+        format!(
+            "No target group moved, and the alarm's metric sat on the breaching side of {} for the whole window read (usually {range}): nothing changed; the threshold sits inside the metric's normal range.",
+            with_unit(threshold, unit)
+        )
+    } else {
+        format!(
+            "No target group moved beyond its own noise, yet the alarm's metric crossed {} (usually {range}): the breach is the metric's ordinary variation, so the threshold sits inside its normal range.",
+            with_unit(threshold, unit)
+        )
+    };
+    let mut evidence = vec![
+        Evidence::number("threshold", threshold, unit),
+        Evidence::text("the metric over the window", range),
+    ];
+    if let Some(observed) = found.observed {
+        evidence.push(Evidence::number(
+            "the metric while breaching",
+            observed,
+            unit,
+        ));
+    }
+    Some(Finding {
+        evidence,
+        ..Finding::decided(
+            FindingId::ThresholdInsideNormalRange,
+            "The alarm's threshold sits inside the metric's normal range (nothing changed)",
+            Verdict::Supported,
+            summary,
+            Some(format!(
+                "nothing changed: the threshold {} sits inside the metric's normal range ({})",
+                with_unit(threshold, unit),
+                middle.map_or("?".to_owned(), |m| format!(
+                    "usually {}",
+                    with_unit(m, unit)
+                ))
+            )),
+        )
+    })
+}

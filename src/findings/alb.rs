@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::attribution::{self, Attribution, Combination, Outcome};
 use super::traffic::{breaches, round, to_series};
 use crate::diagnosis::summary::{TargetGroupSummary, UnhealthyTarget};
 use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
@@ -20,6 +21,9 @@ const CULPRIT_COVERAGE: f64 = 0.8;
 pub struct AlbAnalysis {
     pub summaries: Vec<TargetGroupSummary>,
     pub findings: Vec<Finding>,
+    /// Which group's change explains the breach (`None`: an alarm on one
+    /// group, the load balancer's own metrics, or too short a window).
+    pub attribution: Option<Attribution>,
 }
 
 fn mean_at(series: &MetricSeries, periods: &[DateTime<Utc>]) -> Option<f64> {
@@ -27,11 +31,13 @@ fn mean_at(series: &MetricSeries, periods: &[DateTime<Utc>]) -> Option<f64> {
     (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64)
 }
 
-fn service_of(group: &GroupEvidence) -> Option<ServiceRef> {
-    group
-        .tags
-        .as_ref()
-        .and_then(service_map::from_tags)
+/// The group's Service: as a TargetGroupBinding names it, else from the
+/// controller's tags, else guessed from the group's name.
+fn service_of(alb: &AlbEvidence, group: &GroupEvidence) -> Option<ServiceRef> {
+    alb.services
+        .get(&group.group.arn)
+        .cloned()
+        .or_else(|| group.tags.as_ref().and_then(service_map::from_tags))
         .or_else(|| service_map::from_name(&group.group.name))
 }
 
@@ -51,6 +57,8 @@ pub struct AlarmShape<'a> {
     /// The `TargetGroup` dimension of an alarm on one group: that group is
     /// the culprit, whatever the others do.
     pub watched_group: Option<&'a str>,
+    /// The alarm's metric for the whole load balancer, when read.
+    pub observed: Option<&'a MetricSeries>,
 }
 
 pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_>) -> AlbAnalysis {
@@ -62,9 +70,42 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         period_seconds,
         unit,
         watched_group,
+        observed,
     } = shape;
     let per_minute = 60.0 / f64::from(period_seconds.max(1));
     let periods = periods_considered(alb, breach, period_seconds);
+    let lost_traffic = if load_balancer_only(metric) {
+        lost_routable_targets(alb, &periods)
+    } else {
+        Default::default()
+    };
+    let watched = watched_group.and_then(|dimension| {
+        alb.groups
+            .iter()
+            .position(|g| g.group.dimension == dimension)
+    });
+    let attribution = (watched.is_none() && !load_balancer_only(metric))
+        .then(|| {
+            attribution::attribute(&attribution::Question {
+                groups: alb
+                    .groups
+                    .iter()
+                    .map(|g| attribution::GroupSeries {
+                        value: &g.metric,
+                        requests: &g.requests,
+                        p50: &g.p50,
+                        p99: &g.p99,
+                        maximum: &g.maximum,
+                    })
+                    .collect(),
+                observed,
+                breach: &periods,
+                combination: Combination::of(statistic),
+                threshold,
+                comparison,
+            })
+        })
+        .flatten();
 
     // Each group's weight in the breach.
     let weights: Vec<f64> = alb
@@ -77,8 +118,12 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                     if load_balancer_only(metric) {
                         // The load balancer's own errors and refusals are published
                         // per load balancer only: they fall on the group whose
-                        // targets were failing (unhealthy host-periods).
-                        return g.unhealthy_hosts.at(*t);
+                        // targets were failing (unhealthy host-periods) or that
+                        // lost its routable targets (its requests vanished).
+                        return Some(
+                            g.unhealthy_hosts.at(*t).unwrap_or(0.0)
+                                + lost_traffic.get(&g.group.arn).copied().unwrap_or(0.0),
+                        );
                     }
                     let value = g.metric.at(*t)?;
                     // A low alarm (too few healthy hosts, traffic gone) weighs
@@ -129,13 +174,15 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                 port: g.group.port,
                 protocol: g.group.protocol.clone(),
                 algorithm: g.algorithm.clone(),
-                kubernetes_service: service_of(g),
+                kubernetes_service: service_of(alb, g),
                 culprit: false,
                 statistic_while_breaching: mean_at(&g.metric, &periods).map(|v| round(v, 3)),
                 p99_peak: g.p99.max().map(|v| round(v, 3)),
                 requests_per_minute_while_breaching: mean_at(&g.requests, &periods)
                     .map(|v| round(v * per_minute, 1)),
                 share_of_breach: (total > 0.0).then(|| round(weight / total, 3)),
+                baseline: None,
+                without_its_change: None,
                 http_5xx_in_window: (!g.errors_5xx.points.is_empty())
                     .then(|| g.errors_5xx.points.iter().map(|(_, v)| v).sum()),
                 unhealthy_hosts_peak: g.unhealthy_hosts.max(),
@@ -151,12 +198,19 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         })
         .collect();
 
-    let watched = watched_group.and_then(|dimension| {
-        alb.groups
-            .iter()
-            .position(|g| g.group.dimension == dimension)
-    });
-    mark_culprits(&mut summaries, &weights, watched, threshold, comparison);
+    match &attribution {
+        Some(found) => {
+            let shares = found.shares();
+            for (i, summary) in summaries.iter_mut().enumerate() {
+                let part = &found.groups[i];
+                summary.culprit = found.culprits.contains(&i);
+                summary.share_of_breach = Some(round(shares[i], 3));
+                summary.baseline = part.baseline.map(|v| round(v, 3));
+                summary.without_its_change = part.without_its_change.map(|v| round(v, 3));
+            }
+        }
+        None => mark_culprits(&mut summaries, &weights, watched, threshold, comparison),
+    }
 
     // A culprit's chart shows a second statistic beside the alarm's: the tail
     // (p99) for an Average alarm, the median for a percentile one.
@@ -177,6 +231,13 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
     let findings = vec![
         if load_balancer_only(metric) {
             shared_problem_by_health(&summaries)
+        } else if let Some(found) = &attribution {
+            shared_problem_by_change(
+                &summaries,
+                found,
+                (threshold, statistic, combination_note(statistic)),
+                (unit, symptom(metric)),
+            )
         } else {
             shared_problem(
                 &summaries,
@@ -191,6 +252,229 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
     AlbAnalysis {
         summaries,
         findings,
+        attribution,
+    }
+}
+
+/// Per group, how much of its traffic vanished during `periods` compared
+/// with the periods before (0..1 per period, summed), when at least half of
+/// it did: a group whose targets all left (draining, never Ready, so never
+/// registered) stops receiving requests while the load balancer answers 503.
+fn lost_routable_targets(
+    alb: &AlbEvidence,
+    periods: &[DateTime<Utc>],
+) -> std::collections::HashMap<String, f64> {
+    let Some(first) = periods.first() else {
+        return Default::default();
+    };
+    alb.groups
+        .iter()
+        .filter_map(|g| {
+            let mut before: Vec<f64> = g
+                .requests
+                .points
+                .iter()
+                .filter(|(t, _)| t < first)
+                .map(|(_, v)| *v)
+                .collect();
+            let usual = super::traffic::median(&mut before)?;
+            if usual < 1.0 {
+                return None;
+            }
+            let during = periods
+                .iter()
+                .map(|t| g.requests.at(*t).unwrap_or(0.0))
+                .sum::<f64>()
+                / periods.len() as f64;
+            let lost = ((usual - during) / usual).clamp(0.0, 1.0);
+            let empty_now = g
+                .health
+                .as_ref()
+                .is_some_and(|h| !h.iter().any(|t| t.state == "healthy"));
+            (lost >= 0.5 || empty_now)
+                .then(|| (g.group.arn.clone(), lost.max(0.5) * periods.len() as f64))
+        })
+        .collect()
+}
+
+/// Said of a recomputed percentile.
+fn combination_note(statistic: &str) -> &'static str {
+    if Combination::of(statistic).is_approximate() {
+        " (approximated from each group's percentiles weighted by its requests)"
+    } else {
+        ""
+    }
+}
+
+/// The shared-ALB question answered by which groups *changed*: most groups
+/// moving together at the same minutes is a shared problem; one group whose
+/// return to its usual level brings the metric back clears the load balancer;
+/// no group moving at all leaves nothing behind the load balancer to blame.
+fn shared_problem_by_change(
+    summaries: &[TargetGroupSummary],
+    found: &Attribution,
+    (threshold, statistic, approximation): (f64, &str, &str),
+    (unit, symptom): (&str, &str),
+) -> Finding {
+    let hypothesis =
+        "The shared load balancer or ingress is the problem (rather than one service behind it)";
+    let value = |v: Option<f64>| v.map_or("no data".to_owned(), |v| with_unit(v, unit));
+    let window = &found.baseline;
+    let baseline_text = format!(
+        "{} {} from {} to {} UTC",
+        window.periods,
+        match window.source {
+            attribution::BaselineSource::CalmPeriods => "periods without a breach",
+            attribution::BaselineSource::EarlyWindow => "periods at the start of the window",
+        },
+        window.from.format("%H:%M"),
+        window.to.format("%H:%M")
+    );
+    let mut evidence: Vec<Evidence> = summaries
+        .iter()
+        .zip(&found.groups)
+        .map(|(s, part)| {
+            Evidence::text(
+                "target group",
+                format!(
+                    "{}: {} while breaching, usually {}{}",
+                    s.label(),
+                    value(part.during),
+                    value(part.baseline),
+                    if s.culprit {
+                        format!(
+                            "; without its change the alarm's metric would be {} (culprit)",
+                            value(part.without_its_change)
+                        )
+                    } else if part.changed {
+                        " (moved)".to_owned()
+                    } else if part.standing {
+                        " (always beyond the threshold: a standing condition, not this breach)"
+                            .to_owned()
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+        })
+        .collect();
+    evidence.push(Evidence::text("baseline", baseline_text.clone()));
+    evidence.push(Evidence::text(
+        "the alarm's metric while breaching",
+        format!(
+            "{} ({statistic}{approximation}), threshold {}",
+            value(found.observed),
+            with_unit(threshold, unit)
+        ),
+    ));
+    let names = |list: &[usize]| {
+        list.iter()
+            .map(|i| summaries[*i].label())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let others = |n: usize| match n {
+        1 => "the other group".to_owned(),
+        n => format!("the {n} other groups"),
+    };
+    let moved: Vec<usize> = (0..found.groups.len())
+        .filter(|i| found.groups[*i].changed)
+        .collect();
+    let standing: Vec<usize> = (0..found.groups.len())
+        .filter(|i| found.groups[*i].standing && !found.groups[*i].changed)
+        .collect();
+    let standing_note = if standing.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " {} {} always beyond the threshold at {} usual level: a standing condition, not this breach.",
+            names(&standing),
+            if standing.len() == 1 { "is" } else { "are" },
+            if standing.len() == 1 { "its" } else { "their" }
+        )
+    };
+    match found.outcome {
+        Outcome::Shared => Finding {
+            evidence,
+            ..Finding::decided(
+                crate::diagnosis::FindingId::SharedLoadBalancerProblem,
+                hypothesis,
+                Verdict::Supported,
+                format!(
+                    "{} of {} target groups moved together at the same minutes ({}), each away from its own usual level ({baseline_text}): look at what they share (the ALB, the ingress, a common dependency, the nodes).",
+                    moved.len(),
+                    summaries.len(),
+                    names(&moved)
+                ),
+                None,
+            )
+        }
+        .with_cause(format!(
+            "{} of {} target groups {symptom} at once",
+            moved.len(),
+            summaries.len()
+        )),
+        Outcome::NothingChanged => Finding {
+            evidence,
+            ..Finding::decided(
+                crate::diagnosis::FindingId::SharedLoadBalancerProblem,
+                hypothesis,
+                Verdict::Inconclusive,
+                format!(
+                    "No target group moved from its own usual level ({baseline_text}): nothing changed behind the load balancer, so no group is to blame.{standing_note}"
+                ),
+                None,
+            )
+        },
+        Outcome::Culprits => {
+            let culprits = &found.culprits;
+            let rest = summaries.len() - culprits.len();
+            let summary = if found.sufficient {
+                format!(
+                    "Without {}'s change the alarm's {statistic} would have been {}, {} the threshold of {}{approximation}; {} stayed at {} usual level: the shared ALB and ingress are cleared.{standing_note}",
+                    names(culprits),
+                    value(found.counterfactual),
+                    if found.counterfactual.is_some_and(|v| v > threshold) { "over" } else { "under" },
+                    with_unit(threshold, unit),
+                    others(rest),
+                    if rest == 1 { "its" } else { "their" },
+                )
+            } else {
+                format!(
+                    "{} made up most of the change, although even at {} usual level the alarm's {statistic} would stay at {} against {} (its usual level sits near the threshold){approximation}; {} stayed at {} usual level: the shared ALB and ingress are cleared.{standing_note}",
+                    names(culprits),
+                    if culprits.len() == 1 { "its" } else { "their" },
+                    value(found.counterfactual),
+                    with_unit(threshold, unit),
+                    others(rest),
+                    if rest == 1 { "its" } else { "their" },
+                )
+            };
+            Finding {
+                evidence,
+                ruled_out_by: Some(format!(
+                    "shared ALB: only {} changed; {} stayed at {} usual level",
+                    names(culprits),
+                    others(rest),
+                    if rest == 1 { "its" } else { "their" },
+                )),
+                ..Finding::decided(
+                    crate::diagnosis::FindingId::SharedLoadBalancerProblem,
+                    hypothesis,
+                    Verdict::Refuted,
+                    summary,
+                    None,
+                )
+            }
+            .with_cause(format!(
+                "target group {} is {symptom} while {} normal",
+                names(culprits),
+                match rest {
+                    1 => "the other group stays".to_owned(),
+                    n => format!("{n} other groups stay"),
+                }
+            ))
+        }
     }
 }
 

@@ -287,6 +287,7 @@ mod tests {
 
     fn alb(groups: Vec<GroupEvidence>, target: &[f64], elb: &[f64], e503: &[f64]) -> AlbEvidence {
         AlbEvidence {
+            services: Default::default(),
             load_balancer: None,
             groups,
             errors: LoadBalancerErrors {

@@ -174,6 +174,7 @@ mod tests {
 
     fn group(p99: &[f64], unhealthy: &[f64], reason: Option<&str>, timeout: i32) -> AlbEvidence {
         AlbEvidence {
+            services: Default::default(),
             load_balancer: None,
             errors: Default::default(),
             groups: vec![GroupEvidence {

@@ -3,6 +3,7 @@
 
 pub mod alarm;
 pub mod alb;
+pub mod attribution;
 pub mod capacity;
 pub mod dependency;
 pub mod errors;
@@ -84,6 +85,7 @@ pub fn breakdown(
             period_seconds: alarm.period_seconds.unwrap_or(60),
             unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
             watched_group: alarm.dimension("TargetGroup"),
+            observed: statistics.map(|s| &s.alarm_stat),
         },
     ))
 }
@@ -146,6 +148,16 @@ pub fn decide(
             }
             (Some(_), Some(analysis)) => {
                 decided.findings.extend(analysis.findings.iter().cloned());
+                if let (Some(found), Some(threshold)) = (&analysis.attribution, threshold) {
+                    decided
+                        .findings
+                        .extend(alarm::threshold_inside_normal_range(
+                            found,
+                            evidence.statistics.as_ref().map(|s| &s.alarm_stat),
+                            threshold,
+                            crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+                        ));
+                }
                 decided.target_groups = analysis.summaries.clone();
                 let periods = alb::periods_considered(
                     alb_evidence,

@@ -11,7 +11,7 @@ use crate::diagnosis::{Facts, Finding, FindingId, Verdict};
 /// Position of a finding in the causal chain; lower reads first.
 pub fn causal_rank(id: &FindingId) -> u8 {
     match id {
-        FindingId::SharedLoadBalancerProblem => 0,
+        FindingId::SharedLoadBalancerProblem | FindingId::ThresholdInsideNormalRange => 0,
         FindingId::LowTrafficArtifact => 1,
         FindingId::RecentDeploy => 2,
         FindingId::TargetErrors => 3,
@@ -66,7 +66,8 @@ fn role_of(finding: &Finding, saturated: bool) -> Role {
             | FindingId::LoadBalancerErrors
             | FindingId::HealthCheckTimeout
             | FindingId::ProbeFailures
-            | FindingId::NodesBlocked => Role::Cause,
+            | FindingId::NodesBlocked
+            | FindingId::ThresholdInsideNormalRange => Role::Cause,
             FindingId::HpaCannotReact if saturated => Role::Cause,
             FindingId::HpaCannotReact
             | FindingId::LeastOutstandingRequests

@@ -116,6 +116,10 @@ pub async fn gather<S: EvidenceSources>(
     if let Some(Some(definition)) = &cloud.definition {
         facts.complete_from(definition);
     }
+    let mut cloud = cloud;
+    if let (Some(alb), Some(bindings)) = (cloud.alb.as_mut(), cloud.bindings.as_ref()) {
+        alb.services = bindings.services.clone();
+    }
     let breakdown = findings::breakdown(&facts, cloud.statistics.as_ref(), cloud.alb.as_ref());
     let (workload, pod_series) = match (&cloud.alb, &plan.metric) {
         (Some(alb), Some(metric)) => {
@@ -142,7 +146,7 @@ pub async fn gather<S: EvidenceSources>(
                 }
                 None => {
                     if !alb.groups.is_empty() {
-                        ledger.gap(source::KUBERNETES, "not read: no single target group stands out, so there is no workload to examine");
+                        ledger.gap(source::KUBERNETES, no_workload_reason(breakdown.as_ref()));
                     }
                     (None, None)
                 }
@@ -255,6 +259,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
     window: Window,
 ) -> Option<AlbEvidence> {
     let gone = AlbEvidence {
+        services: Default::default(),
         load_balancer: None,
         groups: Vec::new(),
         errors: LoadBalancerErrors::default(),
@@ -335,6 +340,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
         })
         .collect();
     Some(AlbEvidence {
+        services: Default::default(),
         load_balancer: Some(load_balancer),
         groups,
         errors,
@@ -365,6 +371,23 @@ async fn read_workload<S: KubernetesSource>(
             .await
     };
     tokio::join!(walk, series)
+}
+
+/// Why no workload was walked, for the evidence gap.
+fn no_workload_reason(breakdown: Option<&AlbAnalysis>) -> &'static str {
+    use crate::findings::attribution::Outcome;
+    match breakdown
+        .and_then(|b| b.attribution.as_ref())
+        .map(|a| a.outcome)
+    {
+        Some(Outcome::Shared) => {
+            "not read: the target groups moved together (a shared problem), so no one workload is to blame"
+        }
+        Some(Outcome::NothingChanged) => {
+            "not read: no target group changed, so no workload is to blame"
+        }
+        _ => "not read: no single target group stands out, so there is no workload to examine",
+    }
 }
 
 /// The workload question for the culprit target group the breakdown named.

@@ -65,10 +65,12 @@ impl<'a> Context<'a> {
 /// A proposal, or nothing when the findings do not call for it.
 pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 
-/// The rules after the flapping and culprit steps, each with the finding it
-/// acts on. [`propose`] reads them causes first, in causal order, then
-/// context; rules about the alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 21] = [
+/// The rules, each with the finding it acts on. [`propose`] runs a rule only
+/// when its finding is a cause of the breach (a context or ruled-out finding
+/// gets no next step), causes in causal order; the generic steps (date the
+/// flapping, investigate the culprit group) follow them, and rules about the
+/// alarm itself (no finding) come last.
+pub const RULES: [(Option<FindingId>, Rule); 22] = [
     (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
     (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
     (Some(FindingId::PodImbalance), rules::look_at_the_hot_pod),
@@ -96,8 +98,9 @@ pub const RULES: [(Option<FindingId>, Rule); 21] = [
         Some(FindingId::UnhealthyTargets),
         rules::find_why_targets_are_unhealthy,
     ),
+    // Least outstanding requests acts on uneven pods, and only for latency.
     (
-        Some(FindingId::LeastOutstandingRequests),
+        Some(FindingId::PodImbalance),
         rules::consider_least_outstanding_requests,
     ),
     (
@@ -123,6 +126,10 @@ pub const RULES: [(Option<FindingId>, Rule); 21] = [
     (
         Some(FindingId::NodesBlocked),
         errors_and_capacity::see_why_nodes_are_not_added,
+    ),
+    (
+        Some(FindingId::ThresholdInsideNormalRange),
+        rules::revisit_the_threshold,
     ),
     (None, rules::break_down_per_target_group),
     (None, rules::alarm_on_p99_per_target_group),
@@ -164,15 +171,29 @@ pub fn propose(
     if kind == ReportKind::Resolution {
         return vec![rules::after_recovery(&context)];
     }
-    let mut steps: Vec<NextStep> = rules::date_the_flapping(&context).into_iter().collect();
+    let mut ordered: Vec<&(Option<FindingId>, Rule)> = RULES
+        .iter()
+        .filter(|(subject, _)| {
+            subject
+                .as_ref()
+                .is_none_or(|id| context.cause(id.clone()).is_some())
+        })
+        .collect();
+    ordered.sort_by_key(|(subject, _)| reading_order(&context, subject.as_ref()));
+    let (on_causes, on_the_alarm): (Vec<_>, Vec<_>) = ordered
+        .into_iter()
+        .partition(|(subject, _)| subject.is_some());
+    let mut steps: Vec<NextStep> = on_causes
+        .iter()
+        .filter_map(|(_, rule)| rule(&context))
+        .collect();
+    steps.extend(rules::date_the_flapping(&context));
     steps.extend(
         context
             .culprits()
             .map(|group| rules::investigate_target_group(&context, group)),
     );
-    let mut ordered: Vec<&(Option<FindingId>, Rule)> = RULES.iter().collect();
-    ordered.sort_by_key(|(subject, _)| reading_order(&context, subject.as_ref()));
-    steps.extend(ordered.iter().filter_map(|(_, rule)| rule(&context)));
+    steps.extend(on_the_alarm.iter().filter_map(|(_, rule)| rule(&context)));
     if steps.is_empty() {
         steps.push(rules::read_the_history(&context));
     }

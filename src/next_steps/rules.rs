@@ -595,6 +595,10 @@ pub fn find_why_targets_are_unhealthy(context: &Context<'_>) -> Option<NextStep>
 }
 
 pub fn consider_least_outstanding_requests(context: &Context<'_>) -> Option<NextStep> {
+    // Routing spreads requests, so it only helps requests that wait: latency alarms.
+    if context.alarm.metric_name.as_deref() != Some("TargetResponseTime") {
+        return None;
+    }
     context.supported(FindingId::LeastOutstandingRequests)?;
     let group = context.culprits().next()?;
     Some(NextStep {
@@ -688,5 +692,48 @@ pub fn alarm_on_p99_per_target_group(context: &Context<'_>) -> Option<NextStep> 
         },
         trade_offs: Some("p99 is noisier at low request counts: pair it with M-of-N datapoints (e.g. 3 of 5) and a minimum RequestCount; tuning the alarm before the cause is known only hides it.".to_owned()),
         commands: vec![],
+    })
+}
+
+/// Nothing changed and the alarm fires on the metric's usual level: the
+/// alarm is what to look at, with the weeks of data that show its range.
+pub fn revisit_the_threshold(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::ThresholdInsideNormalRange)?;
+    let alarm = context.alarm;
+    let mut commands = vec![aws(format!(
+        "aws cloudwatch describe-alarms --alarm-names {} --query 'MetricAlarms[].[Threshold,ComparisonOperator,Statistic,ExtendedStatistic,Period,EvaluationPeriods]' --output table{}",
+        shell_quote(&alarm.name),
+        region_flag(alarm)
+    ))];
+    if let (Some(namespace), Some(metric)) = (&alarm.namespace, &alarm.metric_name) {
+        let dimensions = alarm
+            .dimensions
+            .iter()
+            .map(|d| shell_quote(&format!("Name={},Value={}", d.name, d.value)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let statistic = alarm.statistic.as_deref().unwrap_or("Average");
+        let statistic_flag = if statistic.starts_with('p') || statistic.starts_with("tm") {
+            format!("--extended-statistics {}", shell_quote(statistic))
+        } else {
+            format!("--statistics {}", shell_quote(statistic))
+        };
+        commands.push(aws(format!(
+            "aws cloudwatch get-metric-statistics --namespace {} --metric-name {} --dimensions {dimensions} {statistic_flag} --period 3600 --start-time {} --end-time {}{}",
+            shell_quote(namespace),
+            shell_quote(metric),
+            iso(crate::instants::earlier(context.now, Duration::days(14))),
+            iso(context.now),
+            region_flag(alarm)
+        )));
+    }
+    Some(NextStep {
+        proposal: format!(
+            "Revisit {}'s threshold with the service's owners: it fires on the metric's usual level",
+            alarm.name
+        ),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("Raising the threshold above the usual range (or alarming on a per-group percentile with M of N datapoints) keeps pages for real changes; if the usual level is itself too slow for users, the service needs the work, not the alarm.".to_owned()),
+        commands,
     })
 }

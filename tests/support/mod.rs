@@ -492,29 +492,38 @@ impl LocalSlack {
         });
         let config_path = dir.join("slack.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new(python())
+        // The server picks its own port and writes it once it listens: a port
+        // picked here and freed again could be taken by another test's server
+        // before Slack binds it (a connection reset, once in a few runs).
+        let port_file = dir.join("port");
+        let mut child = Command::new(python())
             .arg(repo_root().join("infra/local/slack_api.py"))
-            .arg("--port")
-            .arg(port.to_string())
+            .arg("--port-file")
+            .arg(&port_file)
             .arg("--config")
             .arg(&config_path)
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let url = format!("http://127.0.0.1:{port}");
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        let port: u16 = loop {
+            if let Some(port) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|p| p.trim().parse().ok())
+            {
+                break port;
+            }
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "slack_api.py exited before listening"
+            );
             assert!(
                 std::time::Instant::now() < deadline,
                 "slack_api.py did not start"
             );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let url = format!("http://127.0.0.1:{port}");
         let webhooks = paths
             .into_iter()
             .map(|(c, p)| (c, format!("{url}{p}")))

@@ -48,6 +48,7 @@ fn group(
 
 fn alb(groups: Vec<GroupEvidence>) -> AlbEvidence {
     AlbEvidence {
+        services: Default::default(),
         load_balancer: None,
         groups,
         errors: Default::default(),
@@ -64,6 +65,7 @@ fn shape(statistic: &str, threshold: f64) -> AlarmShape<'_> {
         period_seconds: 60,
         unit: "s",
         watched_group: None,
+        observed: None,
     }
 }
 
@@ -268,4 +270,110 @@ fn a_low_alarm_falls_on_the_group_that_fell_under_its_threshold() {
         },
     );
     assert_eq!(culprits(&a), ["empty"]);
+}
+
+/// `base` for 40 minutes, `burst` from minute 30 on.
+fn stepped(base: f64, burst: f64) -> Vec<f64> {
+    (0..40)
+        .map(|m| if m >= 30 { burst } else { base })
+        .collect()
+}
+
+#[test]
+fn with_a_baseline_the_culprit_is_the_group_that_changed_not_the_one_always_above() {
+    // "reports" has answered in 3 s for as long as the window goes back, on
+    // few requests; "api" rose at minute 30 and took the Average over 0.8 s.
+    let reports = group("reports", TargetType::Ip, &[3.0; 40], &[5.0; 40], 0);
+    let api = group("api", TargetType::Ip, &stepped(0.2, 1.4), &[600.0; 40], 0);
+    let quiet = group("web", TargetType::Ip, &[0.1; 40], &[300.0; 40], 0);
+    let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
+    let a = analyse(
+        &alb(vec![reports, api, quiet]),
+        &breach,
+        shape("Average", 0.8),
+    );
+    assert_eq!(culprits(&a), ["api"]);
+    let finding = a
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::SharedLoadBalancerProblem)
+        .unwrap();
+    assert_eq!(finding.verdict, Verdict::Refuted);
+    assert!(
+        finding.summary.contains("Without api's change"),
+        "{}",
+        finding.summary
+    );
+    assert!(
+        finding
+            .summary
+            .contains("reports is always beyond the threshold"),
+        "{}",
+        finding.summary
+    );
+    assert!(a.summaries[1].without_its_change.unwrap() < 0.8);
+    assert_eq!(a.summaries[0].share_of_breach, Some(0.0));
+}
+
+#[test]
+fn with_a_baseline_groups_moving_together_are_shared_and_nobody_is_blamed() {
+    let groups = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| group(n, TargetType::Ip, &stepped(0.15, 1.1), &[200.0; 40], 0))
+        .collect();
+    let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
+    let a = analyse(&alb(groups), &breach, shape("Average", 0.8));
+    assert!(culprits(&a).is_empty());
+    assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Supported);
+}
+
+#[test]
+fn with_a_baseline_and_no_group_moving_nothing_changed_and_nobody_is_blamed() {
+    let groups = vec![
+        group("steady", TargetType::Ip, &[0.55; 40], &[300.0; 40], 0),
+        group("idle", TargetType::Ip, &[0.05; 40], &[10.0; 40], 0),
+    ];
+    let breach: Vec<DateTime<Utc>> = (0..40).map(t).collect();
+    let a = analyse(&alb(groups), &breach, shape("Average", 0.5));
+    assert!(culprits(&a).is_empty());
+    let finding = a
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::SharedLoadBalancerProblem)
+        .unwrap();
+    assert_eq!(finding.verdict, Verdict::Inconclusive);
+    assert!(
+        finding.summary.contains("nothing changed"),
+        "{}",
+        finding.summary
+    );
+}
+
+#[test]
+fn the_load_balancers_503s_fall_on_the_group_whose_requests_vanished() {
+    // No unhealthy target anywhere: "orders"'s targets left (draining, new
+    // pods never Ready) and its requests stopped when the 503s began.
+    let mut orders = group(
+        "orders",
+        TargetType::Ip,
+        &[0.1; 40],
+        &stepped(400.0, 0.0),
+        0,
+    );
+    let mut web = group("web", TargetType::Ip, &[0.1; 40], &[500.0; 40], 0);
+    for g in [&mut orders, &mut web] {
+        g.metric = MetricSeries::default();
+    }
+    orders.health = Some(Vec::new());
+    let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
+    let a = analyse(
+        &alb(vec![web, orders]),
+        &breach,
+        AlarmShape {
+            metric: "HTTPCode_ELB_5XX_Count",
+            unit: "count",
+            ..shape("Sum", 5.0)
+        },
+    );
+    assert_eq!(culprits(&a), ["orders"]);
 }
