@@ -556,8 +556,10 @@ fn load_balancer_only(metric: &str) -> bool {
         )
 }
 
-/// What a breaching group is, in a word, for the alarm's metric.
-fn symptom(metric: &str) -> &'static str {
+/// What a breaching group is, in a word, for the alarm's metric: the
+/// headline's verb follows what the alarm measures (an unhealthy-host alarm
+/// is never "slow").
+pub fn symptom(metric: &str) -> &'static str {
     match metric {
         "TargetResponseTime" | "" => "slow",
         m if m.starts_with("HTTPCode_ELB_") => "failing behind the load balancer",

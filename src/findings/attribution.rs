@@ -161,18 +161,14 @@ pub struct Attribution {
 }
 
 impl Attribution {
-    /// Each group's share of the change, 0..1 (0 for every group when none changed).
+    /// Each group's share of the change, 0..1, among the groups that moved
+    /// (0 for every group when none did: noise is nobody's share).
     pub fn shares(&self) -> Vec<f64> {
-        let total: f64 = self.groups.iter().map(|g| g.effect.max(0.0)).sum();
+        let part = |g: &GroupAttribution| if g.changed { g.effect.max(0.0) } else { 0.0 };
+        let total: f64 = self.groups.iter().map(part).sum();
         self.groups
             .iter()
-            .map(|g| {
-                if total > 0.0 {
-                    g.effect.max(0.0) / total
-                } else {
-                    0.0
-                }
-            })
+            .map(|g| if total > 0.0 { part(g) / total } else { 0.0 })
             .collect()
     }
 }

@@ -102,7 +102,7 @@ pub fn investigate_target_group(context: &Context<'_>, group: &TargetGroupSummar
             group.label()
         ),
         rationale: format!(
-            "It accounts for {} of the breach{}.",
+            "It accounts for {} of the breach{}{}.",
             group
                 .share_of_breach
                 .map_or("most".to_owned(), |s| format!("{:.0} %", s * 100.0)),
@@ -112,6 +112,13 @@ pub fn investigate_target_group(context: &Context<'_>, group: &TargetGroupSummar
                     " with {} {v} while breaching (threshold {})",
                     alarm.statistic.as_deref().unwrap_or("value"),
                     alarm.threshold.unwrap_or_default()
+                ))
+                .unwrap_or_default(),
+            group
+                .baseline
+                .zip(group.without_its_change)
+                .map(|(usual, without)| format!(
+                    "; it usually runs at {usual}, and back there the alarm's metric would have been {without}"
                 ))
                 .unwrap_or_default()
         ),

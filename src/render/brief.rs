@@ -52,10 +52,11 @@ pub fn brief(d: &Diagnosis) -> Brief<'_> {
     let verdict = match d.kind {
         ReportKind::Resolution => crate::render::text::capitalise(&d.headline),
         ReportKind::Diagnosis if !shared && !culprits.is_empty() => format!(
-            "{behaviour}: {} - {} {} slow",
+            "{behaviour}: {} - {} {} {}",
             d.alarm.name,
             culprits.join(", "),
-            if culprits.len() == 1 { "is" } else { "are" }
+            if culprits.len() == 1 { "is" } else { "are" },
+            crate::findings::alb::symptom(d.alarm.metric_name.as_deref().unwrap_or_default())
         ),
         ReportKind::Diagnosis if causes.is_empty() => crate::render::text::capitalise(&d.headline),
         ReportKind::Diagnosis => format!("{behaviour}: {}", d.alarm.name),

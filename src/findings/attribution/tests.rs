@@ -134,6 +134,7 @@ fn a_metric_that_sat_above_the_threshold_all_along_changed_nothing() {
     let a = ask(&groups, &minutes(0..40), "Average", 0.5);
     assert_eq!(a.outcome, Outcome::NothingChanged);
     assert!(a.culprits.is_empty());
+    assert_eq!(a.shares(), [0.0, 0.0], "noise is nobody's share");
     assert_eq!(a.baseline.source, BaselineSource::EarlyWindow);
     assert!(a.groups[0].standing);
 }
