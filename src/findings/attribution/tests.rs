@@ -48,8 +48,14 @@ fn minutes(range: std::ops::Range<i64>) -> Vec<DateTime<Utc>> {
     range.map(t).collect()
 }
 
-fn ask(groups: &[Group], breach: &[DateTime<Utc>], statistic: &str, threshold: f64) -> Attribution {
-    let question = Question {
+fn question<'a>(
+    groups: &'a [Group],
+    breach: &'a [DateTime<Utc>],
+    combination: Combination,
+    threshold: f64,
+    comparison: &'a str,
+) -> Question<'a> {
+    Question {
         groups: groups
             .iter()
             .map(|g| GroupSeries {
@@ -62,11 +68,21 @@ fn ask(groups: &[Group], breach: &[DateTime<Utc>], statistic: &str, threshold: f
             .collect(),
         observed: None,
         breach,
-        combination: Combination::of(statistic),
+        combination,
         threshold,
-        comparison: "GreaterThanThreshold",
-    };
-    attribute(&question).expect("enough periods for a baseline")
+        comparison,
+    }
+}
+
+fn ask(groups: &[Group], breach: &[DateTime<Utc>], statistic: &str, threshold: f64) -> Attribution {
+    let q = question(
+        groups,
+        breach,
+        Combination::of(statistic),
+        threshold,
+        "GreaterThanThreshold",
+    );
+    attribute(&q).expect("enough periods for a baseline")
 }
 
 const MINUTES: usize = 40;
@@ -156,23 +172,14 @@ fn a_drop_under_a_low_threshold_falls_on_the_group_that_lost_its_traffic() {
         group(&step(600.0, 20.0, 34, MINUTES), &steady(1.0, MINUTES)),
         group(&steady(400.0, MINUTES), &steady(1.0, MINUTES)),
     ];
-    let question = Question {
-        groups: groups
-            .iter()
-            .map(|g| GroupSeries {
-                value: &g.value,
-                requests: &g.requests,
-                p50: &g.p50,
-                p99: &g.p99,
-                maximum: &g.maximum,
-            })
-            .collect(),
-        observed: None,
-        breach: &minutes(34..40),
-        combination: Combination::Sum,
-        threshold: 700.0,
-        comparison: "LessThanThreshold",
-    };
+    let breach = minutes(34..40);
+    let question = question(
+        &groups,
+        &breach,
+        Combination::Sum,
+        700.0,
+        "LessThanThreshold",
+    );
     let a = attribute(&question).unwrap();
     assert_eq!(a.culprits, [0]);
     assert!(a.counterfactual.unwrap() >= 700.0);
@@ -214,20 +221,14 @@ fn two_groups_that_changed_alike_are_both_named_when_either_alone_would_do() {
 #[test]
 fn a_window_too_short_for_a_baseline_is_left_to_the_caller() {
     let groups = [group(&[0.1, 2.0, 2.0], &[100.0; 3])];
-    let question = Question {
-        groups: vec![GroupSeries {
-            value: &groups[0].value,
-            requests: &groups[0].requests,
-            p50: &groups[0].p50,
-            p99: &groups[0].p99,
-            maximum: &groups[0].maximum,
-        }],
-        observed: None,
-        breach: &minutes(1..3),
-        combination: Combination::Mean,
-        threshold: 1.0,
-        comparison: "GreaterThanThreshold",
-    };
+    let breach = minutes(1..3);
+    let question = question(
+        &groups,
+        &breach,
+        Combination::Mean,
+        1.0,
+        "GreaterThanThreshold",
+    );
     assert!(attribute(&question).is_none());
 }
 
