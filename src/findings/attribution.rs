@@ -473,19 +473,6 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
         })
         .collect();
 
-    let mut candidates: Vec<usize> = (0..groups.len()).filter(|i| groups[*i].changed).collect();
-    candidates.sort_by(|a, b| groups[*b].effect.total_cmp(&groups[*a].effect));
-    let with_data = groups.iter().filter(|g| g.during.is_some()).count();
-    // Each group's move relative to its own baseline.
-    let relative: Vec<f64> = groups
-        .iter()
-        .map(|g| match (g.during, g.baseline) {
-            (Some(d), Some(b)) if b.abs() > 1e-9 => ((d - b) * sign / b.abs()).max(0.0),
-            (Some(d), Some(_)) => (d * sign).max(0.0) * 1e9,
-            _ => 0.0,
-        })
-        .collect();
-
     let mut answer = Attribution {
         outcome: Outcome::NothingChanged,
         groups,
@@ -500,15 +487,45 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
         counterfactual: None,
         sufficient: false,
     };
+    let brings_back_without = |set: &[usize]| brings_back(&at_baseline(set));
+    let metric_without = |set: &[usize]| over_breach(&at_baseline(set));
+    name_culprits(&mut answer, sign, &brings_back_without, &metric_without);
+    Some(answer)
+}
+
+/// Decides the outcome from the groups' parts: a crowd that moved together is
+/// shared; else the groups whose return alone brings the metric back, else
+/// the smallest set of the movers (largest effect first) that does, else the
+/// movers that make up most of the change. `brings_back(set)` and
+/// `metric_without(set)` recompute the metric with `set` at its baseline.
+fn name_culprits(
+    answer: &mut Attribution,
+    sign: f64,
+    brings_back: &dyn Fn(&[usize]) -> bool,
+    metric_without: &dyn Fn(&[usize]) -> Option<f64>,
+) {
+    let groups = &answer.groups;
+    let mut candidates: Vec<usize> = (0..groups.len()).filter(|i| groups[*i].changed).collect();
+    candidates.sort_by(|a, b| groups[*b].effect.total_cmp(&groups[*a].effect));
     if candidates.is_empty() {
-        return Some(answer);
+        return;
     }
+    let with_data = groups.iter().filter(|g| g.during.is_some()).count();
+    // Each group's move relative to its own baseline.
+    let relative: Vec<f64> = groups
+        .iter()
+        .map(|g| match (g.during, g.baseline) {
+            (Some(d), Some(b)) if b.abs() > 1e-9 => ((d - b) * sign / b.abs()).max(0.0),
+            (Some(d), Some(_)) => (d * sign).max(0.0) * 1e9,
+            _ => 0.0,
+        })
+        .collect();
     // Every group whose return alone brings the metric back (several when
     // they changed alike: which one to name first would be arbitrary).
     let alone: Vec<usize> = candidates
         .iter()
         .copied()
-        .filter(|i| brings_back(&at_baseline(&[*i])))
+        .filter(|i| brings_back(&[*i]))
         .collect();
     let crowd = candidates.len() >= 2 && candidates.len() * 2 > with_data;
     let stands_out = alone.len() == 1
@@ -518,39 +535,32 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
             .all(|j| relative[alone[0]] >= STANDS_OUT * relative[*j]);
     if crowd && !stands_out {
         answer.outcome = Outcome::Shared;
-        answer.counterfactual = over_breach(&at_baseline(&candidates));
-        return Some(answer);
+        answer.counterfactual = metric_without(&candidates);
+        return;
     }
-    let (culprits, sufficient) = match alone.is_empty() {
-        false => (alone, true),
-        true => {
-            let smallest =
-                (2..=candidates.len()).find(|k| brings_back(&at_baseline(&candidates[..*k])));
-            match smallest {
-                Some(k) => (candidates[..k].to_vec(), true),
-                None => {
-                    // Even all of them at baseline leave the metric over: the
-                    // baseline sat near the threshold; name who made up the change.
-                    let total: f64 = candidates.iter().map(|i| answer.groups[*i].effect).sum();
-                    let mut covered = 0.0;
-                    let mut named = Vec::new();
-                    for i in &candidates {
-                        if covered >= EFFECT_COVERAGE * total {
-                            break;
-                        }
-                        covered += answer.groups[*i].effect;
-                        named.push(*i);
-                    }
-                    (named, false)
-                }
+    let (culprits, sufficient) = if !alone.is_empty() {
+        (alone, true)
+    } else if let Some(k) = (2..=candidates.len()).find(|k| brings_back(&candidates[..*k])) {
+        (candidates[..k].to_vec(), true)
+    } else {
+        // Even all of them at baseline leave the metric over: the baseline
+        // sat near the threshold; name who made up the change.
+        let total: f64 = candidates.iter().map(|i| groups[*i].effect).sum();
+        let mut covered = 0.0;
+        let mut named = Vec::new();
+        for i in &candidates {
+            if covered >= EFFECT_COVERAGE * total {
+                break;
             }
+            covered += groups[*i].effect;
+            named.push(*i);
         }
+        (named, false)
     };
     answer.outcome = Outcome::Culprits;
-    answer.counterfactual = over_breach(&at_baseline(&culprits));
+    answer.counterfactual = metric_without(&culprits);
     answer.culprits = culprits;
     answer.sufficient = sufficient;
-    Some(answer)
 }
 
 #[cfg(test)]
