@@ -55,12 +55,20 @@ pub fn assemble(
                 .zip(previous_alarm_start(&history, alarm.state_change_time))
                 .map(|(end, start)| format!(" after {} in ALARM", human_duration(end - start)))
                 .unwrap_or_default();
+            // What the episode was: where, and its causes, as for a diagnosis.
+            let what = what_happened(&decided.findings);
             format!(
-                "resolved: {} is back to {}{} ({})",
+                "resolved: {} is back to {}{} ({}{}{})",
                 alarm.name,
                 alarm.new_state,
                 lasted,
-                classification.behaviour.as_str()
+                classification.behaviour.as_str(),
+                if what.is_empty() {
+                    ""
+                } else {
+                    "; the episode: "
+                },
+                what.join("; ")
             )
         }
     };
@@ -130,20 +138,7 @@ fn diagnosis_headline(
     findings: &[Finding],
     history_known: bool,
 ) -> String {
-    // Where first (the culprit target group, whatever the shared-ALB verdict),
-    // then the causes in causal order; context stays out of the headline.
-    let location = findings
-        .iter()
-        .find(|f| f.id == FindingId::SharedLoadBalancerProblem && f.role != Role::Cause)
-        .and_then(|f| f.cause.as_deref());
-    let causes: Vec<&str> = location
-        .into_iter()
-        .chain(
-            roles::causes(findings)
-                .iter()
-                .filter_map(|f| f.cause.as_deref()),
-        )
-        .collect();
+    let causes = what_happened(findings);
     let because = if causes.is_empty() {
         explanation.to_owned()
     } else {
@@ -164,6 +159,23 @@ fn diagnosis_headline(
             alarm.name
         )
     }
+}
+
+/// Where first (the culprit target group, whatever the shared-ALB verdict),
+/// then the causes in causal order; context stays out.
+fn what_happened(findings: &[Finding]) -> Vec<&str> {
+    let location = findings
+        .iter()
+        .find(|f| f.id == FindingId::SharedLoadBalancerProblem && f.role != Role::Cause)
+        .and_then(|f| f.cause.as_deref());
+    location
+        .into_iter()
+        .chain(
+            roles::causes(findings)
+                .iter()
+                .filter_map(|f| f.cause.as_deref()),
+        )
+        .collect()
 }
 
 /// The alarm's evaluation settings, with CloudWatch's defaults where the notification is silent.

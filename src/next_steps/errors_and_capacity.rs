@@ -117,6 +117,24 @@ pub fn read_the_probe_failures(context: &Context<'_>) -> Option<NextStep> {
 /// The node autoscaler is at its limits or cannot launch.
 pub fn see_why_nodes_are_not_added(context: &Context<'_>) -> Option<NextStep> {
     let finding = context.cause(FindingId::NodesBlocked)?;
+    // NodeClaims that fail to launch while no limit is reached: the cloud had
+    // no capacity for what the NodePool allows, not a cap on spend.
+    let launches_fail = finding
+        .evidence
+        .iter()
+        .any(|e| e.name.starts_with("NodeClaim "));
+    let at_a_limit = finding.summary.contains(" limit") || finding.summary.contains("maximum");
+    if launches_fail && !at_a_limit {
+        return Some(NextStep {
+            proposal: "Give the autoscaler more ways to launch: widen the NodePool's instance types and families, zones and capacity types, so that a launch that finds no capacity can fall back".to_owned(),
+            rationale: finding.summary.clone(),
+            trade_offs: Some("More instance types and zones (and on-demand beside spot) cost flexibility in price and locality; a narrow list pinned for a reason (GPUs, licences) should stay narrow.".to_owned()),
+            commands: vec![
+                kubectl("kubectl get nodeclaims.karpenter.sh -o wide".to_owned()),
+                kubectl("kubectl get nodepools.karpenter.sh -o jsonpath='{range .items[*]}{.metadata.name}: {.spec.template.spec.requirements}{\"\\n\"}{end}'".to_owned()),
+            ],
+        });
+    }
     Some(NextStep {
         proposal: "Raise the capacity the autoscaler may provision (the NodePool's limits or the node group's maximum), or free it, so that the pending pods can be placed".to_owned(),
         rationale: finding.summary.clone(),

@@ -70,7 +70,7 @@ pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 /// gets no next step), causes in causal order; the generic steps (date the
 /// flapping, investigate the culprit group) follow them, and rules about the
 /// alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 22] = [
+pub const RULES: [(Option<FindingId>, Rule); 24] = [
     (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
     (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
     (Some(FindingId::PodImbalance), rules::look_at_the_hot_pod),
@@ -82,6 +82,7 @@ pub const RULES: [(Option<FindingId>, Rule); 22] = [
         rules::add_a_readiness_probe,
     ),
     (Some(FindingId::RecentDeploy), rules::compare_the_rollout),
+    (Some(FindingId::RecentDeploy), rules::warm_up_new_pods),
     (
         Some(FindingId::PendingPods),
         rules::find_why_pods_are_pending,
@@ -132,6 +133,7 @@ pub const RULES: [(Option<FindingId>, Rule); 22] = [
         rules::revisit_the_threshold,
     ),
     (None, rules::break_down_per_target_group),
+    (None, rules::reconsider_the_alarms_statistic),
     (None, rules::alarm_on_p99_per_target_group),
 ];
 
@@ -168,9 +170,6 @@ pub fn propose(
         workload: decided.workload.as_ref(),
         now,
     };
-    if kind == ReportKind::Resolution {
-        return vec![rules::after_recovery(&context)];
-    }
     let mut ordered: Vec<&(Option<FindingId>, Rule)> = RULES
         .iter()
         .filter(|(subject, _)| {
@@ -183,6 +182,17 @@ pub fn propose(
     let (on_causes, on_the_alarm): (Vec<_>, Vec<_>) = ordered
         .into_iter()
         .partition(|(subject, _)| subject.is_some());
+    if kind == ReportKind::Resolution {
+        // The episode is over: one step that keeps it from coming back (the
+        // first cause's), then whether the recovery holds.
+        let mut steps: Vec<NextStep> = on_causes
+            .iter()
+            .find_map(|(_, rule)| rule(&context))
+            .into_iter()
+            .collect();
+        steps.push(rules::after_recovery(&context));
+        return steps;
+    }
     let mut steps: Vec<NextStep> = on_causes
         .iter()
         .filter_map(|(_, rule)| rule(&context))

@@ -34,10 +34,15 @@ pub fn after_recovery(context: &Context<'_>) -> NextStep {
             "Treat this recovery as a pause, not a fix: keep the investigation open",
             "The alarm is flapping; it has recovered before and came back each time.",
         )
-    } else {
+    } else if crate::findings::roles::causes(context.findings).is_empty() {
         (
             "Confirm that the recovery holds and note the episode in the on-call log",
             "A single episode that cleared by itself needs no action unless it repeats.",
+        )
+    } else {
+        (
+            "Confirm that the recovery holds and note the episode and its cause in the on-call log",
+            "It cleared by itself, but its cause is still there to bring it back.",
         )
     };
     NextStep {
@@ -689,7 +694,10 @@ pub fn alarm_on_p99_per_target_group(context: &Context<'_>) -> Option<NextStep> 
     let alarm = context.alarm;
     (is_alb(context)
         && alarm.metric_name.as_deref() == Some("TargetResponseTime")
-        && alarm.statistic.as_deref() == Some("Average"))
+        && alarm.statistic.as_deref() == Some("Average")
+        // A statistic step of its own follows outliers; nothing changed: the threshold's.
+        && context.supported(FindingId::LatencyOutliers).is_none()
+        && context.cause(FindingId::ThresholdInsideNormalRange).is_none())
     .then(|| NextStep {
         proposal: "Once the cause is fixed, consider alarming on p99 per target group instead of the ALB-wide Average".to_owned(),
         rationale: if context.supported(FindingId::LowTrafficArtifact).is_some() {
@@ -741,6 +749,118 @@ pub fn revisit_the_threshold(context: &Context<'_>) -> Option<NextStep> {
         ),
         rationale: finding.summary.clone(),
         trade_offs: Some("Raising the threshold above the usual range (or alarming on a per-group percentile with M of N datapoints) keeps pages for real changes; if the usual level is itself too slow for users, the service needs the work, not the alarm.".to_owned()),
+        commands,
+    })
+}
+
+/// An Average pushed over by a minority of slow requests (long polls,
+/// exports): the alarm measures the wrong thing. A percentile the slow
+/// share does not dominate, a trimmed mean, or the route on its own alarm.
+pub fn reconsider_the_alarms_statistic(context: &Context<'_>) -> Option<NextStep> {
+    let alarm = context.alarm;
+    if alarm.statistic.as_deref() != Some("Average")
+        || alarm.metric_name.as_deref() != Some("TargetResponseTime")
+    {
+        return None;
+    }
+    let finding = context.supported(FindingId::LatencyOutliers)?;
+    let threshold = alarm.threshold?;
+    // More than 1 % of requests slower than the threshold: p99 would breach too.
+    let p99 = finding
+        .evidence
+        .iter()
+        .find(|e| e.name.starts_with("p99 while breaching"))
+        .and_then(|e| e.value.as_f64());
+    let tail_is_slow = p99.is_some_and(|v| v > threshold);
+    let (proposal, rationale) = if tail_is_slow {
+        (
+            format!(
+                "Change {}'s statistic: alarm on p90 or a trimmed mean (tm90) instead of the Average, or give the slow route an alarm of its own",
+                alarm.name
+            ),
+            format!(
+                "{} More than 1 % of requests are slower than the threshold (p99 {}), so p99 would fire as well: only a statistic the slow share does not reach, or a separate alarm for the slow route, measures what most users feel.",
+                finding.summary,
+                p99.map_or("?".to_owned(), |v| format!("{v} s"))
+            ),
+        )
+    } else {
+        (
+            format!(
+                "Change {}'s statistic: alarm on a trimmed mean (tm99) or p99 instead of the Average",
+                alarm.name
+            ),
+            format!(
+                "{} A trimmed mean leaves out the few slowest requests that drive the Average; p99 watches them on purpose, with its own threshold.",
+                finding.summary
+            ),
+        )
+    };
+    Some(NextStep {
+        proposal,
+        rationale,
+        trade_offs: Some("A statistic that ignores the slow minority also hides it getting slower: keep it visible on a dashboard, or alarm on it with its own threshold.".to_owned()),
+        commands: vec![aws(format!(
+            "aws cloudwatch describe-alarms --alarm-names {} --query 'MetricAlarms[].[Statistic,ExtendedStatistic,Threshold]' --output table{}",
+            shell_quote(&alarm.name),
+            region_flag(alarm)
+        ))],
+    })
+}
+
+/// A rollout whose new pods were cold: at their CPU limit or failing their
+/// probes while they warmed up. Let them warm before they take full traffic.
+pub fn warm_up_new_pods(context: &Context<'_>) -> Option<NextStep> {
+    let deploy = context.cause(FindingId::RecentDeploy)?;
+    let workload = context.workload?;
+    let rollout = workload.last_rollout?;
+    let new_pods: Vec<&str> = workload
+        .pods
+        .iter()
+        .filter(|p| p.running_since.is_some_and(|t| t >= rollout))
+        .map(|p| p.name.as_str())
+        .collect();
+    let at_limit: Vec<&str> = match context.facts(FindingId::CpuThrottling) {
+        Facts::Throttling(t) => t
+            .pods_at_limit
+            .iter()
+            .map(String::as_str)
+            .filter(|p| new_pods.contains(p))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let probes_failing = context.cause(FindingId::ProbeFailures).is_some();
+    if new_pods.is_empty() || (at_limit.is_empty() && !probes_failing) {
+        return None;
+    }
+    let (ns, deployment) = workload_names(workload);
+    let group = context.culprits().next();
+    let mut commands = vec![kubectl(format!(
+        "kubectl -n {} get deployment {} -o jsonpath='{{.spec.minReadySeconds}} {{range .spec.template.spec.containers[*]}}{{.name}}: startup={{.startupProbe}} readiness={{.readinessProbe}}{{\"\\n\"}}{{end}}'",
+        shell_quote(ns),
+        shell_quote(deployment)
+    ))];
+    if let Some(group) = group {
+        commands.push(aws(format!(
+            "aws elbv2 describe-target-group-attributes --target-group-arn {} --query \"Attributes[?Key=='slow_start.duration_seconds']\" --output table{}",
+            shell_quote(&group.arn),
+            region_flag(context.alarm)
+        )));
+    }
+    Some(NextStep {
+        proposal: format!(
+            "Let {deployment}'s new pods warm up before they take full traffic: ALB slow start on the target group, a startup probe, minReadySeconds, readiness that waits for warm caches"
+        ),
+        rationale: format!(
+            "{} The new pods {} while they warmed up.",
+            deploy.summary,
+            match (at_limit.is_empty(), probes_failing) {
+                (false, true) => format!("sat at their CPU limit ({}) and failed their probes", at_limit.join(", ")),
+                (false, false) => format!("sat at their CPU limit ({})", at_limit.join(", ")),
+                _ => "failed their probes".to_owned(),
+            }
+        ),
+        trade_offs: Some("Slow start and minReadySeconds lengthen every rollout; a startup probe only helps if the app reports warm-up honestly. A surge of extra pods during the rollout (maxSurge) spreads the cold start.".to_owned()),
         commands,
     })
 }

@@ -466,6 +466,32 @@ fn a_load_balancer_wide_alarm_without_a_breakdown_gets_one_by_hand() {
 }
 
 #[test]
+fn a_recovery_with_a_cause_proposes_what_keeps_it_from_repeating_first() {
+    let decided = Decided {
+        findings: vec![finding(
+            FindingId::LowTrafficArtifact,
+            Verdict::Supported,
+            Facts::None,
+        )],
+        ..Decided::default()
+    };
+    let steps = propose(
+        &alb_alarm(),
+        &classification(Behaviour::Transient),
+        &decided,
+        ReportKind::Resolution,
+        now(),
+    );
+    assert_eq!(steps.len(), 2, "{steps:#?}");
+    assert!(
+        steps[0]
+            .proposal
+            .starts_with("Treat this breach as a low-traffic artifact")
+    );
+    assert!(steps[1].rationale.contains("its cause is still there"));
+}
+
+#[test]
 fn a_recovery_gets_one_step_and_an_unknown_alarm_gets_the_history() {
     let alarm = alarm("Maximum", r#"{"name":"QueueName","value":"jobs"}"#);
     let decided = Decided::default();
@@ -567,4 +593,189 @@ fn pods_using_more_than_they_request_are_told_to_raise_the_request() {
         "{}",
         step.proposal
     );
+}
+
+fn with_evidence(mut f: Finding, evidence: &[(&str, f64)]) -> Finding {
+    f.evidence = evidence
+        .iter()
+        .map(|(name, value)| crate::diagnosis::Evidence::number(name, *value, "s"))
+        .collect();
+    f
+}
+
+#[test]
+fn an_average_pushed_over_by_a_slow_minority_gets_a_statistic_that_minority_cannot_dominate() {
+    // Long polls: over 1 % of requests take 25 s, so p99 would fire too.
+    let long_polls = with_evidence(
+        finding(FindingId::LatencyOutliers, Verdict::Supported, Facts::None),
+        &[("p99 while breaching (median)", 25.0)],
+    );
+    let step = run(reconsider_the_alarms_statistic, &[long_polls]).unwrap();
+    assert!(step.proposal.contains("p90"), "{}", step.proposal);
+    assert!(!step.proposal.contains("p99"), "{}", step.proposal);
+    // A handful of slow requests under 1 %: a trimmed mean leaves them out.
+    let few = with_evidence(
+        finding(FindingId::LatencyOutliers, Verdict::Supported, Facts::None),
+        &[("p99 while breaching (median)", 0.6)],
+    );
+    let step = run(reconsider_the_alarms_statistic, &[few]).unwrap();
+    assert!(step.proposal.contains("tm99"), "{}", step.proposal);
+    // Broad slowness says nothing about the statistic.
+    let broad = finding(FindingId::LatencyOutliers, Verdict::Refuted, Facts::None);
+    assert!(run(reconsider_the_alarms_statistic, &[broad]).is_none());
+}
+
+#[test]
+fn least_outstanding_requests_is_proposed_for_latency_only() {
+    let findings = [
+        finding(FindingId::PodImbalance, Verdict::Supported, Facts::None),
+        finding(
+            FindingId::LeastOutstandingRequests,
+            Verdict::Supported,
+            Facts::None,
+        ),
+    ];
+    let groups = [crate::diagnosis::summary::TargetGroupSummary {
+        name: "k8s-shop-web".into(),
+        arn: "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/k8s-shop-web/1".into(),
+        target_type: "ip".into(),
+        port: None,
+        protocol: None,
+        algorithm: None,
+        kubernetes_service: None,
+        culprit: true,
+        statistic_while_breaching: None,
+        p99_peak: None,
+        requests_per_minute_while_breaching: None,
+        share_of_breach: None,
+        baseline: None,
+        without_its_change: None,
+        http_5xx_in_window: None,
+        unhealthy_hosts_peak: None,
+        targets_healthy: None,
+        targets_not_healthy: None,
+        unhealthy_targets: vec![],
+        series: vec![],
+    }];
+    let classification = classification(Behaviour::Sustained);
+    let latency = alb_alarm();
+    let mut errors = alb_alarm();
+    errors.metric_name = Some("HTTPCode_Target_5XX_Count".into());
+    let step = |alarm: &AlarmFacts| {
+        consider_least_outstanding_requests(&Context {
+            alarm,
+            classification: &classification,
+            findings: &findings,
+            target_groups: &groups,
+            workload: None,
+            now: now(),
+        })
+    };
+    assert!(step(&latency).is_some());
+    assert!(step(&errors).is_none(), "routing does not stop 5xx");
+}
+
+#[test]
+fn node_launches_failing_for_capacity_ask_for_flexibility_not_a_higher_limit() {
+    let mut blocked = finding(FindingId::NodesBlocked, Verdict::Supported, Facts::None);
+    blocked.summary = "6 pod(s) pending and the cluster cannot grow: NodeClaim default-x7k2p did not reach Launched (InsufficientCapacityError).".into();
+    blocked.evidence = vec![crate::diagnosis::Evidence::text(
+        "NodeClaim default-x7k2p",
+        "Launched not true: InsufficientCapacityError".to_owned(),
+    )];
+    let step = crate::next_steps::errors_and_capacity::see_why_nodes_are_not_added(&Context {
+        alarm: &alb_alarm(),
+        classification: &classification(Behaviour::Sustained),
+        findings: std::slice::from_ref(&blocked),
+        target_groups: &[],
+        workload: None,
+        now: now(),
+    })
+    .unwrap();
+    assert!(
+        step.proposal.contains("instance types"),
+        "{}",
+        step.proposal
+    );
+    blocked.summary =
+        "6 pod(s) pending and the cluster cannot grow: NodePool general is at its cpu limit."
+            .into();
+    blocked.evidence.clear();
+    let step = crate::next_steps::errors_and_capacity::see_why_nodes_are_not_added(&Context {
+        alarm: &alb_alarm(),
+        classification: &classification(Behaviour::Sustained),
+        findings: std::slice::from_ref(&blocked),
+        target_groups: &[],
+        workload: None,
+        now: now(),
+    })
+    .unwrap();
+    assert!(
+        step.proposal.starts_with("Raise the capacity"),
+        "{}",
+        step.proposal
+    );
+}
+
+#[test]
+fn new_pods_at_their_limit_after_a_rollout_get_warm_up_advice_and_old_ones_do_not() {
+    let rollout = now() - chrono::Duration::minutes(8);
+    let mut w = workload(vec![pod("web-new", "n1"), pod("web-old", "n2")]);
+    w.last_rollout = Some(rollout);
+    w.pods[0].running_since = Some(rollout + chrono::Duration::minutes(1));
+    w.pods[1].running_since = Some(rollout - chrono::Duration::days(3));
+    let throttled = |pods: &[&str]| {
+        finding(
+            FindingId::CpuThrottling,
+            Verdict::Supported,
+            Facts::Throttling(crate::diagnosis::finding::ThrottlingFacts {
+                worst_throttled_share: 0.4,
+                pods_at_limit: pods.iter().map(|p| (*p).to_owned()).collect(),
+                limit_cores: Some(1.0),
+                request_cores: Some(0.5),
+                peak_cores: Some(1.0),
+            }),
+        )
+    };
+    let deploy = finding(FindingId::RecentDeploy, Verdict::Supported, Facts::None);
+    let step = run_with(
+        warm_up_new_pods,
+        &[deploy.clone(), throttled(&["web-new"])],
+        Some(&w),
+    )
+    .unwrap();
+    assert!(step.proposal.contains("warm up"), "{}", step.proposal);
+    assert!(step.rationale.contains("web-new"));
+    assert!(
+        run_with(
+            warm_up_new_pods,
+            &[deploy, throttled(&["web-old"])],
+            Some(&w)
+        )
+        .is_none()
+    );
+}
+
+#[test]
+fn nothing_changed_points_at_the_threshold_with_read_only_commands() {
+    let nothing = finding(
+        FindingId::ThresholdInsideNormalRange,
+        Verdict::Supported,
+        Facts::None,
+    );
+    let step = run(revisit_the_threshold, std::slice::from_ref(&nothing)).unwrap();
+    assert!(step.proposal.contains("threshold"));
+    assert!(
+        step.commands
+            .iter()
+            .all(|c| c.text.starts_with("aws cloudwatch describe-")
+                || c.text.starts_with("aws cloudwatch get-metric-statistics"))
+    );
+    assert!(
+        step.commands
+            .iter()
+            .any(|c| c.text.contains("--period 3600"))
+    );
+    // ... and the generic p99 advice stays out of its way.
+    assert!(run(alarm_on_p99_per_target_group, &[nothing]).is_none());
 }
