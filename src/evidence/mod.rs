@@ -227,6 +227,8 @@ pub struct GroupEvidence {
     pub requests: MetricSeries,
     pub errors_5xx: MetricSeries,
     pub unhealthy_hosts: MetricSeries,
+    /// HealthyHostCount (minimum per period).
+    pub healthy_hosts: MetricSeries,
 }
 
 /// The load balancer side.
@@ -436,11 +438,13 @@ pub fn statistics_from(metric: &PlannedMetric, series: Vec<MetricSeries>) -> Sta
 }
 
 /// How many queries [`group_queries`] makes per target group.
-pub const GROUP_QUERIES: usize = 7;
+pub const GROUP_QUERIES: usize = 8;
 
-/// Seven queries per target group, in this order: the alarm's metric at the
+/// Eight queries per target group, in this order: the alarm's metric at the
 /// alarm's statistic, the response time at p50, p99 and Maximum, then RequestCount,
-/// HTTPCode_Target_5XX_Count and UnHealthyHostCount (maximum).
+/// HTTPCode_Target_5XX_Count, UnHealthyHostCount (maximum) and HealthyHostCount
+/// (minimum: a group whose targets all left, draining or never registered,
+/// has none healthy although none is unhealthy).
 pub fn group_queries(
     metric: &PlannedMetric,
     lb_dimension: &str,
@@ -473,6 +477,7 @@ pub fn group_queries(
         out.push(query("requests", "RequestCount", "Sum"));
         out.push(query("errors", "HTTPCode_Target_5XX_Count", "Sum"));
         out.push(query("unhealthy", "UnHealthyHostCount", "Maximum"));
+        out.push(query("healthy", "HealthyHostCount", "Minimum"));
     }
     out
 }

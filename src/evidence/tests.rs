@@ -59,12 +59,12 @@ fn the_plan_explains_what_does_not_apply() {
 }
 
 #[test]
-fn group_queries_come_seven_per_group_with_unique_ids() {
+fn group_queries_come_eight_per_group_with_unique_ids() {
     let metric = plan(&alarm()).metric.unwrap();
     let queries = group_queries(&metric, "app/x/1", &groups());
-    assert_eq!(queries.len(), 42);
+    assert_eq!(queries.len(), 48);
     let mut ids: Vec<_> = queries.iter().map(|q| q.id.clone()).collect();
     ids.sort();
     ids.dedup();
-    assert_eq!(ids.len(), 42);
+    assert_eq!(ids.len(), 48);
 }

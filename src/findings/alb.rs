@@ -277,21 +277,35 @@ fn lost_routable_targets(
                 .filter(|(t, _)| t < first)
                 .map(|(_, v)| *v)
                 .collect();
-            let usual = super::traffic::median(&mut before)?;
-            if usual < 1.0 {
-                return None;
-            }
+            let usual = super::traffic::median(&mut before).unwrap_or(0.0);
             let during = periods
                 .iter()
                 .map(|t| g.requests.at(*t).unwrap_or(0.0))
                 .sum::<f64>()
                 / periods.len() as f64;
-            let lost = ((usual - during) / usual).clamp(0.0, 1.0);
+            let lost = if usual >= 1.0 {
+                ((usual - during) / usual).clamp(0.0, 1.0)
+            } else {
+                0.0
+            };
+            // Healthy before, none healthy at some point of the breach.
+            let mut healthy_before: Vec<f64> = g
+                .healthy_hosts
+                .points
+                .iter()
+                .filter(|(t, _)| t < first)
+                .map(|(_, v)| *v)
+                .collect();
+            let emptied = super::traffic::median(&mut healthy_before).is_some_and(|h| h >= 1.0)
+                && periods
+                    .iter()
+                    .filter_map(|t| g.healthy_hosts.at(*t))
+                    .any(|h| h < 1.0);
             let empty_now = g
                 .health
                 .as_ref()
                 .is_some_and(|h| !h.iter().any(|t| t.state == "healthy"));
-            (lost >= 0.5 || empty_now)
+            (lost >= 0.5 || emptied || (empty_now && usual >= 1.0))
                 .then(|| (g.group.arn.clone(), lost.max(0.5) * periods.len() as f64))
         })
         .collect()

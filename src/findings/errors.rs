@@ -282,6 +282,7 @@ mod tests {
             requests: series(requests),
             errors_5xx: series(errors),
             unhealthy_hosts: MetricSeries::default(),
+            healthy_hosts: MetricSeries::default(),
         }
     }
 

@@ -215,6 +215,7 @@ mod tests {
                 requests: MetricSeries::default(),
                 errors_5xx: MetricSeries::default(),
                 unhealthy_hosts: series(unhealthy),
+                healthy_hosts: MetricSeries::default(),
             }],
         }
     }

@@ -336,6 +336,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
             requests: next(),
             errors_5xx: next(),
             unhealthy_hosts: next(),
+            healthy_hosts: next(),
             group,
         })
         .collect();

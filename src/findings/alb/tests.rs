@@ -43,6 +43,7 @@ fn group(
         requests: series(requests),
         errors_5xx: series(&[0.0; 3]),
         unhealthy_hosts: series(&[unhealthy as f64; 3]),
+        healthy_hosts: series(&[(3 - unhealthy) as f64; 3]),
     }
 }
 
@@ -365,6 +366,36 @@ fn the_load_balancers_503s_fall_on_the_group_whose_requests_vanished() {
         g.metric = MetricSeries::default();
     }
     orders.health = Some(Vec::new());
+    let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
+    let a = analyse(
+        &alb(vec![web, orders]),
+        &breach,
+        AlarmShape {
+            metric: "HTTPCode_ELB_5XX_Count",
+            unit: "count",
+            ..shape("Sum", 5.0)
+        },
+    );
+    assert_eq!(culprits(&a), ["orders"]);
+}
+
+#[test]
+fn the_load_balancers_503s_fall_on_the_group_whose_healthy_hosts_fell_to_zero() {
+    // Nobody unhealthy and traffic only halved on "orders" (retries), but its
+    // HealthyHostCount went from 3 to 0 when the 503s began: its targets left.
+    let mut orders = group(
+        "orders",
+        TargetType::Ip,
+        &[0.1; 40],
+        &stepped(400.0, 250.0),
+        0,
+    );
+    let mut web = group("web", TargetType::Ip, &[0.1; 40], &[500.0; 40], 0);
+    orders.healthy_hosts = series(&stepped(3.0, 0.0));
+    web.healthy_hosts = series(&[3.0; 40]);
+    for g in [&mut orders, &mut web] {
+        g.metric = MetricSeries::default();
+    }
     let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
     let a = analyse(
         &alb(vec![web, orders]),
