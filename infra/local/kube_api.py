@@ -80,6 +80,8 @@ KINDS = {
     "NodeMetrics": ("nodes", False),
     "TargetGroupBinding": ("targetgroupbindings", True),
     "ConfigMap": ("configmaps", True),
+    "Ingress": ("ingresses", True),
+    "IngressClass": ("ingressclasses", False),
     "NodePool": ("nodepools", False),
     "NodeClaim": ("nodeclaims", False),
     "EC2NodeClass": ("ec2nodeclasses", False),

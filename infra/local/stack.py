@@ -398,9 +398,12 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
     facts: dict[str, Any] = {"region": region, "account": account}
 
     vpc = c["ec2"].create_vpc(CidrBlock="10.20.0.0/16")["Vpc"]["VpcId"]
+    # The first two zones the emulator offers for the region (ap-northeast-1
+    # has no "b", say): a zone named by letter would be refused there.
+    zones = [z["ZoneName"] for z in c["ec2"].describe_availability_zones()["AvailabilityZones"]][:2]
     subnets = [
-        c["ec2"].create_subnet(VpcId=vpc, CidrBlock=f"10.20.{i}.0/24", AvailabilityZone=f"{region}{az}")["Subnet"]["SubnetId"]
-        for i, az in enumerate("ab")
+        c["ec2"].create_subnet(VpcId=vpc, CidrBlock=f"10.20.{i}.0/24", AvailabilityZone=zone)["Subnet"]["SubnetId"]
+        for i, zone in enumerate(zones)
     ]
     security_group = c["ec2"].create_security_group(GroupName="k8s-alb", Description="alb", VpcId=vpc)["GroupId"]
 

@@ -35,12 +35,13 @@ pub enum FindingId {
     ProbeFailures,
     NodesBlocked,
     ThresholdInsideNormalRange,
+    HpaScalesInTooEagerly,
     Unrecognised(String),
 }
 
 impl FindingId {
     /// Every id this version produces, in no particular order.
-    pub const KNOWN: [FindingId; 21] = [
+    pub const KNOWN: [FindingId; 22] = [
         FindingId::AlarmFlapping,
         FindingId::LowTrafficArtifact,
         FindingId::LatencyOutliers,
@@ -62,6 +63,7 @@ impl FindingId {
         FindingId::ProbeFailures,
         FindingId::NodesBlocked,
         FindingId::ThresholdInsideNormalRange,
+        FindingId::HpaScalesInTooEagerly,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -87,6 +89,7 @@ impl FindingId {
             FindingId::ProbeFailures => "pods.probe_failures",
             FindingId::NodesBlocked => "capacity.nodes_blocked",
             FindingId::ThresholdInsideNormalRange => "alarm.threshold_inside_normal_range",
+            FindingId::HpaScalesInTooEagerly => "hpa.scales_in_too_eagerly",
             FindingId::Unrecognised(id) => id,
         }
     }

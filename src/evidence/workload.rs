@@ -191,6 +191,19 @@ pub struct HpaInfo {
     pub desired_replicas: Option<i32>,
     pub current_cpu_utilization: Option<i32>,
     pub conditions: Vec<Condition>,
+    /// `spec.behavior.scaleDown` (autoscaling/v2 only): how fast it removes pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_down: Option<ScaleDownBehaviour>,
+}
+
+/// How an HPA scales in, as its `behavior.scaleDown` says (Kubernetes'
+/// defaults when unset: a 300 s stabilization window, up to 100 % of pods a
+/// 15 s period).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScaleDownBehaviour {
+    pub stabilization_window_seconds: Option<i32>,
+    /// `Pods 2 per 60 s`, `Percent 10 per 60 s`.
+    pub policies: Vec<String>,
 }
 
 /// A pod's usage in a `metrics.k8s.io` snapshot (what `kubectl top` shows).

@@ -12,6 +12,7 @@ pub mod health_check;
 pub(crate) mod minutes;
 pub mod probes;
 pub mod roles;
+pub mod scaling;
 pub mod traffic;
 pub mod workload;
 
@@ -196,6 +197,11 @@ pub fn decide(
             now,
         );
         decided.findings.extend(findings);
+        decided.findings.extend(scaling::scale_in_before_breaches(
+            w,
+            evidence.pod_series.as_ref(),
+            &breach,
+        ));
         decided.workload = Some(summary);
         // The cluster's TargetGroupBinding settles what AWS's tags or name only suggested.
         if w.service.source == crate::evidence::service_map::MappingSource::TargetGroupBinding

@@ -24,7 +24,7 @@ pub fn causal_rank(id: &FindingId) -> u8 {
         FindingId::ProbeFailures => 10,
         FindingId::UnhealthyTargets => 11,
         FindingId::LoadBalancerErrors => 12,
-        FindingId::HpaCannotReact => 13,
+        FindingId::HpaCannotReact | FindingId::HpaScalesInTooEagerly => 13,
         FindingId::PendingPods => 14,
         FindingId::NodesBlocked => 15,
         FindingId::LeastOutstandingRequests => 16,
@@ -67,7 +67,8 @@ fn role_of(finding: &Finding, saturated: bool) -> Role {
             | FindingId::HealthCheckTimeout
             | FindingId::ProbeFailures
             | FindingId::NodesBlocked
-            | FindingId::ThresholdInsideNormalRange => Role::Cause,
+            | FindingId::ThresholdInsideNormalRange
+            | FindingId::HpaScalesInTooEagerly => Role::Cause,
             FindingId::HpaCannotReact if saturated => Role::Cause,
             FindingId::HpaCannotReact
             | FindingId::LeastOutstandingRequests

@@ -70,9 +70,13 @@ pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 /// gets no next step), causes in causal order; the generic steps (date the
 /// flapping, investigate the culprit group) follow them, and rules about the
 /// alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 24] = [
+pub const RULES: [(Option<FindingId>, Rule); 25] = [
     (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
     (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
+    (
+        Some(FindingId::HpaScalesInTooEagerly),
+        rules::slow_the_hpas_scale_in,
+    ),
     (Some(FindingId::PodImbalance), rules::look_at_the_hot_pod),
     (Some(FindingId::PodRestarts), rules::find_why_pods_restarted),
     (Some(FindingId::DownstreamWait), rules::look_downstream),

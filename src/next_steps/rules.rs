@@ -864,3 +864,31 @@ pub fn warm_up_new_pods(context: &Context<'_>) -> Option<NextStep> {
         commands,
     })
 }
+
+/// The HPA removes pods the traffic still needs: slow its scale-in.
+pub fn slow_the_hpas_scale_in(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::HpaScalesInTooEagerly)?;
+    let workload = context.workload?;
+    let hpa = workload.hpa.as_deref()?;
+    let ns = shell_quote(&workload.namespace);
+    let name = shell_quote(hpa);
+    Some(NextStep {
+        proposal: format!(
+            "Slow {hpa}'s scale-in: behavior.scaleDown with a longer stabilizationWindowSeconds (e.g. 600 s) and a policy that removes few pods at a time (e.g. 10 % a minute), or a minReplicas that carries the troughs"
+        ),
+        rationale: finding.summary.clone(),
+        trade_offs: Some("A slower scale-in keeps pods (and cost) for a while after each peak; a higher minReplicas keeps them always. Scaling out faster does not help: the breach comes from the pods removed, not from those added too late.".to_owned()),
+        commands: vec![
+            kubectl(format!(
+                "kubectl -n {ns} get hpa {name} -o jsonpath='{{.spec.behavior}}{{\"\\n\"}}{{.spec.minReplicas}}-{{.spec.maxReplicas}}{{\"\\n\"}}'"
+            )),
+            kubectl(format!(
+                "kubectl -n {ns} get events --field-selector involvedObject.kind=HorizontalPodAutoscaler,involvedObject.name={hpa} --sort-by=.lastTimestamp"
+            )),
+            promql(format!(
+                "count(kube_pod_info{{namespace=\"{}\", created_by_kind=\"ReplicaSet\"}})",
+                workload.namespace
+            )),
+        ],
+    })
+}

@@ -779,3 +779,29 @@ fn nothing_changed_points_at_the_threshold_with_read_only_commands() {
     // ... and the generic p99 advice stays out of its way.
     assert!(run(alarm_on_p99_per_target_group, &[nothing]).is_none());
 }
+
+#[test]
+fn an_hpa_that_scales_in_too_eagerly_gets_a_slower_scale_down() {
+    let eager = finding(
+        FindingId::HpaScalesInTooEagerly,
+        Verdict::Supported,
+        Facts::None,
+    );
+    let step = run(slow_the_hpas_scale_in, &[eager]).unwrap();
+    assert!(
+        step.proposal.contains("stabilizationWindowSeconds"),
+        "{}",
+        step.proposal
+    );
+    assert!(
+        step.commands[0]
+            .text
+            .contains("kubectl -n shop get hpa web")
+    );
+    let context = finding(
+        FindingId::HpaScalesInTooEagerly,
+        Verdict::Inconclusive,
+        Facts::None,
+    );
+    assert!(run(slow_the_hpas_scale_in, &[context]).is_none());
+}

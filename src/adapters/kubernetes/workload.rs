@@ -569,6 +569,18 @@ fn hpa_from_v2(h: &hpa_v2::HorizontalPodAutoscaler) -> HpaInfo {
         current_replicas: status.and_then(|s| s.current_replicas),
         desired_replicas: status.map(|s| s.desired_replicas),
         current_cpu_utilization: current,
+        scale_down: spec
+            .and_then(|s| s.behavior.as_ref())
+            .and_then(|b| b.scale_down.as_ref())
+            .map(|d| crate::evidence::workload::ScaleDownBehaviour {
+                stabilization_window_seconds: d.stabilization_window_seconds,
+                policies: d
+                    .policies
+                    .iter()
+                    .flatten()
+                    .map(|p| format!("{} {} per {} s", p.type_, p.value, p.period_seconds))
+                    .collect(),
+            }),
         conditions: status
             .and_then(|s| s.conditions.as_ref())
             .into_iter()
@@ -598,6 +610,7 @@ fn hpa_from_v1(h: &hpa_v1::HorizontalPodAutoscaler) -> HpaInfo {
         desired_replicas: status.map(|s| s.desired_replicas),
         current_cpu_utilization: status.and_then(|s| s.current_cpu_utilization_percentage),
         conditions: Vec::new(),
+        scale_down: None,
     }
 }
 

@@ -48,6 +48,7 @@ fn hpa(target: i32, current: i32, max: i32) -> HpaInfo {
         desired_replicas: Some(current),
         current_cpu_utilization: Some(70),
         conditions: vec![],
+        scale_down: None,
     }
 }
 
