@@ -291,7 +291,7 @@ fn prometheus_failure(error: &kube::Error, origin: &str) -> String {
                 crate::render::truncate(&crate::render::one_line(&detail), 200)
             )
         }
-        other if super::kubernetes::timed_out(other) => {
+        other if super::kubernetes::connection::timed_out(other) => {
             format!("no answer from {origin} within the read timeout (KUBE_TIMEOUT_MS): {other}")
         }
         other => format!("could not reach {origin}: {other}"),

@@ -48,9 +48,9 @@ pub fn brief(d: &Diagnosis) -> Brief<'_> {
         .into_iter()
         .filter_map(|f| f.cause.as_deref())
         .collect();
-    let behaviour = crate::render::text::capitalise(d.classification.behaviour.as_str());
+    let behaviour = super::capitalise(d.classification.behaviour.as_str());
     let verdict = match d.kind {
-        ReportKind::Resolution => crate::render::text::capitalise(&d.headline),
+        ReportKind::Resolution => super::capitalise(&d.headline),
         ReportKind::Diagnosis if !shared && !culprits.is_empty() => format!(
             "{behaviour}: {} - {} {} {}",
             d.alarm.name,
@@ -58,7 +58,7 @@ pub fn brief(d: &Diagnosis) -> Brief<'_> {
             if culprits.len() == 1 { "is" } else { "are" },
             crate::findings::alb::symptom(d.alarm.metric_name.as_deref().unwrap_or_default())
         ),
-        ReportKind::Diagnosis if causes.is_empty() => crate::render::text::capitalise(&d.headline),
+        ReportKind::Diagnosis if causes.is_empty() => super::capitalise(&d.headline),
         ReportKind::Diagnosis => format!("{behaviour}: {}", d.alarm.name),
     };
     let mut refuted: Vec<_> = d

@@ -4,8 +4,8 @@
 
 use serde_json::{Value, json};
 
+use super::capitalise;
 use super::slack::escape;
-use super::text::capitalise;
 use super::truncate;
 use crate::diagnosis::{Diagnosis, Verdict};
 

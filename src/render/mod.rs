@@ -62,6 +62,15 @@ pub fn truncate(text: &str, max: usize) -> String {
     out
 }
 
+/// The headline starts with a capital, as a sentence does.
+pub(crate) fn capitalise(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 
 use super::brief::brief;
+use super::capitalise;
 use super::sparkline::series_sparkline;
-use super::text::capitalise;
 use super::{one_line, truncate};
 use crate::diagnosis::{Diagnosis, MAX_LINK_URL_CHARS, ReportKind, Severity, Verdict};
 

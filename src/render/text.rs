@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use std::fmt::Write;
 
 use super::brief::{BriefStep, brief, wrap_command};
+use super::capitalise;
 use super::sparkline::{scaled_sparkline, series_sparkline, shared_ceiling};
 use super::{one_line, truncate};
 use crate::classify::human_duration;
@@ -505,15 +506,6 @@ fn end_line(out: &mut String) {
         .len();
     out.truncate(kept);
     out.push('\n');
-}
-
-/// The headline starts with a capital, as a sentence does.
-pub(crate) fn capitalise(text: &str) -> String {
-    let mut chars = text.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
 }
 
 #[cfg(test)]

@@ -18,7 +18,6 @@ use crate::evidence::source;
 use crate::evidence::workload::{
     PodSeries, PodsListed, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
 };
-pub(crate) use connection::timed_out;
 
 /// How the function reaches the cluster.
 #[derive(Debug, Clone)]
