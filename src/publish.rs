@@ -5,6 +5,8 @@
 //! subscribers receive) is the JSON diagnosis, `email` the plain-text report.
 //! Message attributes carry what subscription filter policies select on.
 
+#[cfg(any(test, feature = "test-util"))]
+pub mod fake;
 pub mod once;
 
 use std::future::Future;

@@ -1,9 +1,10 @@
-//! In-memory sources and publishers for unit tests of pure logic and of the
-//! handler's error mapping. End-to-end tests use the local world instead.
+//! In-memory sources for unit tests of pure logic and of the handler's error
+//! mapping (the publisher's is `publish::fake`). End-to-end tests use the
+//! local world instead.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -17,7 +18,6 @@ use super::workload::{
 use super::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
 use crate::error::{Error, Result};
 use crate::history::{AlarmHistory, StateChange};
-use crate::publish::{DiagnosisPublisher, Outgoing};
 
 /// Sources that answer from memory, optionally after a delay, optionally failing.
 #[derive(Debug, Clone, Default)]
@@ -199,27 +199,5 @@ impl KubernetesSource for StaticSources {
             reason: "no Prometheus in this fake".to_owned(),
             retryable: false,
         })
-    }
-}
-
-/// Records what it was asked to publish; fails every publish when `fail` is set.
-#[derive(Debug, Clone, Default)]
-pub struct RecordingPublisher {
-    pub sent: Arc<Mutex<Vec<Outgoing>>>,
-    pub fail: bool,
-}
-
-impl DiagnosisPublisher for RecordingPublisher {
-    async fn publish(&self, outgoing: &Outgoing) -> Result<Vec<String>> {
-        if self.fail {
-            return Err(crate::publish::failure(
-                "sns",
-                "the topic does not exist (NotFound)".to_owned(),
-            ));
-        }
-        if let Ok(mut sent) = self.sent.lock() {
-            sent.push(outgoing.clone());
-        }
-        Ok(vec![format!("recorded:{}", outgoing.diagnosis_id)])
     }
 }

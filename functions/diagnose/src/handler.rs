@@ -96,8 +96,9 @@ fn failure(e: &alarm_triage::Error) -> Diagnostic {
 mod tests {
     use super::*;
     use alarm_triage::alarm::AlarmState;
-    use alarm_triage::evidence::fake::{RecordingPublisher, StaticSources};
+    use alarm_triage::evidence::fake::StaticSources;
     use alarm_triage::history::StateChange;
+    use alarm_triage::publish::fake::RecordingPublisher;
     use chrono::{Duration as ChronoDuration, Utc};
     use lambda_runtime::Context;
     use std::time::Duration;
