@@ -31,6 +31,8 @@ const THRESHOLD_SHARE: f64 = 0.05;
 /// When no set of groups brings the metric back (the baseline itself sat near
 /// the threshold), the culprits are the groups that make up this share of the change.
 const EFFECT_COVERAGE: f64 = 0.8;
+/// A moved group counts when its effect is at least this share of the largest.
+const MATERIAL_SHARE: f64 = 0.1;
 /// A group whose relative change is this many times every other changed
 /// group's stands out of a crowd that moved a little with it.
 const STANDS_OUT: f64 = 3.0;
@@ -505,7 +507,16 @@ fn name_culprits(
     metric_without: &dyn Fn(&[usize]) -> Option<f64>,
 ) {
     let groups = &answer.groups;
-    let mut candidates: Vec<usize> = (0..groups.len()).filter(|i| groups[*i].changed).collect();
+    // Groups that moved and matter: a near-idle group that wobbled moves the
+    // load balancer's metric by next to nothing, and is no crowd.
+    let largest = groups
+        .iter()
+        .filter(|g| g.changed)
+        .map(|g| g.effect)
+        .fold(0.0, f64::max);
+    let mut candidates: Vec<usize> = (0..groups.len())
+        .filter(|i| groups[*i].changed && groups[*i].effect >= MATERIAL_SHARE * largest)
+        .collect();
     candidates.sort_by(|a, b| groups[*b].effect.total_cmp(&groups[*a].effect));
     if candidates.is_empty() {
         return;

@@ -126,6 +126,21 @@ fn a_group_always_above_a_p99_threshold_with_a_tiny_share_is_standing_not_the_cu
 }
 
 #[test]
+fn near_idle_groups_that_wobble_with_the_culprit_do_not_make_a_crowd() {
+    // Two groups on a handful of requests double at the same minutes (a
+    // shared slow call), but the load balancer's Average is the busy group's.
+    let groups = [
+        group(&step(0.1, 2.0, 30, MINUTES), &steady(800.0, MINUTES)),
+        group(&step(0.05, 0.5, 30, MINUTES), &steady(2.0, MINUTES)),
+        group(&step(0.04, 0.4, 30, MINUTES), &steady(1.0, MINUTES)),
+        group(&steady(0.05, MINUTES), &steady(300.0, MINUTES)),
+    ];
+    let a = ask(&groups, &minutes(30..40), "Average", 0.8);
+    assert_eq!(a.outcome, Outcome::Culprits, "{a:#?}");
+    assert_eq!(a.culprits, [0]);
+}
+
+#[test]
 fn every_group_slowing_at_the_same_minutes_is_shared_with_no_culprit() {
     let groups: Vec<Group> = [0.1, 0.15, 0.2, 0.12]
         .iter()
