@@ -146,6 +146,8 @@ pub fn from_answers(
         cpu,
         throttled: PerPod::new(),
         memory,
+        // Container Insights is asked for the pods running now only.
+        pod_count: Vec::new(),
         origin: format!(
             "Container Insights (CloudWatch {NAMESPACE}, cluster {cluster}; no throttling counters)"
         ),

@@ -177,11 +177,13 @@ impl PrometheusEndpoint {
         }
     }
 
-    /// CPU, throttling and memory per pod over `[start, end]`.
+    /// CPU, throttling and memory per pod over `[start, end]`, and how many
+    /// pods the `owners` (Deployments) ran at each step.
     pub async fn pod_series(
         &self,
         namespace: &str,
         pods: &[String],
+        owners: &[String],
         start: DateTime<Utc>,
         end: DateTime<Utc>,
         step_seconds: u32,
@@ -209,6 +211,16 @@ impl PrometheusEndpoint {
                 "sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{{{selector}}}[{window}])) / sum by (pod) (rate(container_cpu_cfs_periods_total{{{selector}}}[{window}]))"
             ),
             format!("sum by (pod) (container_memory_working_set_bytes{{{selector}}})"),
+            // Every pod of the Deployments' ReplicaSets (`NAME-HASH-SUFFIX`),
+            // removed ones included: the fleet's size over time.
+            format!(
+                "count(sum by (pod) (rate(container_cpu_usage_seconds_total{{namespace=\"{namespace}\", pod=~\"({})-[a-z0-9]+-[a-z0-9]+\", container!=\"\", container!=\"POD\"}}[{window}])))",
+                owners
+                    .iter()
+                    .map(|o| regex_escape(o))
+                    .collect::<Vec<_>>()
+                    .join("|")
+            ),
         ];
         let fetch = |query: &String| {
             let path = format!(
@@ -245,13 +257,25 @@ impl PrometheusEndpoint {
                 parse_matrix(&text).map_err(failure)
             }
         };
-        let (cpu, throttled, memory) =
-            tokio::join!(fetch(&queries[0]), fetch(&queries[1]), fetch(&queries[2]));
+        let count = async {
+            if owners.is_empty() {
+                return PerPod::default();
+            }
+            fetch(&queries[3]).await.unwrap_or_default()
+        };
+        let (cpu, throttled, memory, count) = tokio::join!(
+            fetch(&queries[0]),
+            fetch(&queries[1]),
+            fetch(&queries[2]),
+            count
+        );
         Ok(PodSeries {
             step_seconds,
             cpu: cpu?,
             throttled: throttled.unwrap_or_default(),
             memory: memory.unwrap_or_default(),
+            // `count(...)` has no labels: its one series is keyed "".
+            pod_count: count.into_values().next().unwrap_or_default(),
             origin: origin.clone(),
         })
     }
@@ -322,8 +346,11 @@ fn parse_matrix(text: &str) -> std::result::Result<PerPod, String> {
     }
     let mut out = BTreeMap::new();
     for series in answer["data"]["result"].as_array().into_iter().flatten() {
-        let Some(pod) = series["metric"]["pod"].as_str() else {
-            continue;
+        // An aggregate without labels (a count) is kept under "".
+        let pod = match series["metric"]["pod"].as_str() {
+            Some(pod) => pod,
+            None if series["metric"].as_object().is_some_and(|m| m.is_empty()) => "",
+            None => continue,
         };
         let points = series["values"]
             .as_array()

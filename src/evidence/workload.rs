@@ -49,6 +49,14 @@ pub struct PodsListed {
 }
 
 impl PodsListed {
+    /// The Deployments the pods belong to, each once.
+    pub fn owners(&self) -> Vec<String> {
+        let mut owners: Vec<String> = self.workloads.values().cloned().collect();
+        owners.sort();
+        owners.dedup();
+        owners
+    }
+
     /// The announcement of `pods` in `namespace` of `cluster`.
     pub fn of(cluster: Option<String>, namespace: String, pods: &[PodInfo]) -> Self {
         PodsListed {
@@ -327,6 +335,10 @@ pub struct PodSeries {
     pub throttled: PerPod,
     /// Working-set bytes, per pod.
     pub memory: PerPod,
+    /// How many pods of the workload's Deployments ran at each step,
+    /// removed ones included (the per-pod series cover the pods running now).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pod_count: Vec<(DateTime<Utc>, f64)>,
     /// Where the series came from (`prometheus at URL`, `service proxy to NS/SVC:PORT`).
     pub origin: String,
 }

@@ -780,16 +780,34 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
     let mut peak_unhealthy: f64 = 0.0;
     let mut health_known = true;
     let mut empty_groups = Vec::new();
+    // Groups with no healthy target whose targets are leaving or arriving
+    // (draining, unused, initial) rather than failing: a rollout or a
+    // deregistration took their routable targets, not a health check.
+    let mut emptied_groups = Vec::new();
+    let mut leaving = 0;
     for s in &considered {
+        let failing = u32::try_from(
+            s.unhealthy_targets
+                .iter()
+                .filter(|t| matches!(t.state.as_str(), "unhealthy" | "unavailable"))
+                .count(),
+        )
+        .unwrap_or(u32::MAX);
+        let others = u32::try_from(s.unhealthy_targets.len())
+            .unwrap_or(u32::MAX)
+            .saturating_sub(failing);
         match (s.targets_healthy, s.targets_not_healthy) {
             (Some(h), Some(n)) => {
                 evidence.push(Evidence::text(
                     &format!("{} targets", s.name),
-                    format!("{h} healthy, {n} not healthy"),
+                    format!("{h} healthy, {failing} failing health checks, {others} draining, unused or initial"),
                 ));
-                unhealthy_now += n;
+                unhealthy_now += failing;
+                leaving += others;
                 if h + n == 0 {
                     empty_groups.push(s.name.clone());
+                } else if h == 0 && failing == 0 {
+                    emptied_groups.push(s.name.clone());
                 }
             }
             _ => health_known = false,
@@ -818,7 +836,7 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
         (
             Verdict::Supported,
             format!(
-                "{} not healthy now, up to {peak_unhealthy:.0} unhealthy during the window: fewer targets carry the traffic and the ALB may route to failing ones.",
+                "{} failing health checks now, up to {peak_unhealthy:.0} unhealthy during the window: fewer targets carry the traffic and the ALB may route to failing ones.",
                 crate::classify::plural(unhealthy_now, "target")
             ),
             Some(format!(
@@ -835,10 +853,27 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
             ),
             None,
         )
+    } else if !emptied_groups.is_empty() {
+        (
+            Verdict::Inconclusive,
+            format!(
+                "No target of {} is healthy, yet none fails its health checks: its {} are draining, unused or still initial. The group lost its routable targets (a rollout or a deregistration), not its health.",
+                emptied_groups.join(", "),
+                crate::classify::plural(leaving, "target")
+            ),
+            None,
+        )
     } else if health_known && !considered.is_empty() {
         (
             Verdict::Refuted,
-            "Every target is healthy and UnHealthyHostCount stayed at 0.".to_owned(),
+            if leaving > 0 {
+                format!(
+                    "No target fails its health checks and UnHealthyHostCount stayed at 0 ({} draining, unused or initial: leaving or joining, not failing).",
+                    crate::classify::plural(leaving, "target")
+                )
+            } else {
+                "Every target is healthy and UnHealthyHostCount stayed at 0.".to_owned()
+            },
             Some("unhealthy targets: none, UnHealthyHostCount 0".to_owned()),
         )
     } else {

@@ -250,7 +250,11 @@ pub fn decide(
                 .insert(position, traffic::outliers(spread, &breach, threshold));
         }
     }
-    if let Some(workload) = &decided.workload {
+    // Waiting on a dependency explains slow requests: latency alarms only
+    // (pods that get no traffic are idle too, and that is no dependency).
+    if let (Some(workload), Some("TargetResponseTime")) =
+        (&decided.workload, alarm.metric_name.as_deref())
+    {
         let waiting = dependency::waiting_downstream(&decided.findings, workload);
         decided.findings.push(waiting);
     }

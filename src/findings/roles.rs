@@ -13,7 +13,8 @@ pub fn causal_rank(id: &FindingId) -> u8 {
     match id {
         FindingId::SharedLoadBalancerProblem | FindingId::ThresholdInsideNormalRange => 0,
         FindingId::LowTrafficArtifact => 1,
-        FindingId::RecentDeploy => 2,
+        // A scale-in sets the breach off as a deploy does: it comes first.
+        FindingId::RecentDeploy | FindingId::HpaScalesInTooEagerly => 2,
         FindingId::TargetErrors => 3,
         FindingId::PodRestarts => 4,
         FindingId::DownstreamWait => 5,
@@ -24,7 +25,7 @@ pub fn causal_rank(id: &FindingId) -> u8 {
         FindingId::ProbeFailures => 10,
         FindingId::UnhealthyTargets => 11,
         FindingId::LoadBalancerErrors => 12,
-        FindingId::HpaCannotReact | FindingId::HpaScalesInTooEagerly => 13,
+        FindingId::HpaCannotReact => 13,
         FindingId::PendingPods => 14,
         FindingId::NodesBlocked => 15,
         FindingId::LeastOutstandingRequests => 16,

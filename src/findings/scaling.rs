@@ -16,8 +16,17 @@ const EPISODE_GAP: Duration = Duration::minutes(5);
 const HYPOTHESIS: &str =
     "The HPA scales in too eagerly: pods removed, the rest saturate, scaled back out, again";
 
-/// The number of pods with a sample at each instant, oldest first.
+/// The number of the workload's pods at each instant, oldest first: the
+/// fleet's count when Prometheus gave it (removed pods included), else the
+/// pods with a sample.
 pub fn pod_count(series: &PodSeries) -> Vec<(DateTime<Utc>, usize)> {
+    if !series.pod_count.is_empty() {
+        return series
+            .pod_count
+            .iter()
+            .map(|(t, n)| (*t, n.round().max(0.0) as usize))
+            .collect();
+    }
     let mut instants: Vec<DateTime<Utc>> = series
         .cpu
         .values()
@@ -246,6 +255,25 @@ mod tests {
             "{}",
             f.summary
         );
+    }
+
+    #[test]
+    fn the_fleets_count_from_prometheus_wins_over_the_pods_running_now() {
+        // Only the two pods that survive have series; the count saw 4 -> 2 twice.
+        let mut pods = series(&[("web-a", 0, 99), ("web-b", 0, 99)]);
+        pods.pod_count = (0..100)
+            .map(|m| {
+                let n = if (20..35).contains(&m) || (60..75).contains(&m) {
+                    2.0
+                } else {
+                    4.0
+                };
+                (at(m), n)
+            })
+            .collect();
+        let breach: Vec<_> = (25..=30).chain(65..=70).map(at).collect();
+        let f = scale_in_before_breaches(&with_hpa(), Some(&pods), &breach).unwrap();
+        assert_eq!(f.verdict, Verdict::Supported, "{}", f.summary);
     }
 
     #[test]

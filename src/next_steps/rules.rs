@@ -829,8 +829,10 @@ pub fn warm_up_new_pods(context: &Context<'_>) -> Option<NextStep> {
             .collect(),
         _ => Vec::new(),
     };
+    // Cold is busy: a new pod that fails its probes while idle has another
+    // problem (a wrong probe path, a missing dependency), not a warm-up.
     let probes_failing = context.cause(FindingId::ProbeFailures).is_some();
-    if new_pods.is_empty() || (at_limit.is_empty() && !probes_failing) {
+    if new_pods.is_empty() || at_limit.is_empty() {
         return None;
     }
     let (ns, deployment) = workload_names(workload);
@@ -854,10 +856,13 @@ pub fn warm_up_new_pods(context: &Context<'_>) -> Option<NextStep> {
         rationale: format!(
             "{} The new pods {} while they warmed up.",
             deploy.summary,
-            match (at_limit.is_empty(), probes_failing) {
-                (false, true) => format!("sat at their CPU limit ({}) and failed their probes", at_limit.join(", ")),
-                (false, false) => format!("sat at their CPU limit ({})", at_limit.join(", ")),
-                _ => "failed their probes".to_owned(),
+            if probes_failing {
+                format!(
+                    "sat at their CPU limit ({}) and failed their probes",
+                    at_limit.join(", ")
+                )
+            } else {
+                format!("sat at their CPU limit ({})", at_limit.join(", "))
             }
         ),
         trade_offs: Some("Slow start and minReadySeconds lengthen every rollout; a startup probe only helps if the app reports warm-up honestly. A surge of extra pods during the rollout (maxSurge) spreads the cold start.".to_owned()),

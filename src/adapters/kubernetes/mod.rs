@@ -158,7 +158,14 @@ impl crate::evidence::KubernetesSource for KubeSource {
     ) -> Result<PodSeries> {
         self.prometheus(pods.cluster.as_deref())
             .await?
-            .pod_series(&pods.namespace, &pods.pods, start, end, step_seconds)
+            .pod_series(
+                &pods.namespace,
+                &pods.pods,
+                &pods.owners(),
+                start,
+                end,
+                step_seconds,
+            )
             .await
     }
 }

@@ -408,3 +408,67 @@ fn the_load_balancers_503s_fall_on_the_group_whose_healthy_hosts_fell_to_zero() 
     );
     assert_eq!(culprits(&a), ["orders"]);
 }
+
+fn with_states(mut g: GroupEvidence, states: &[&str]) -> GroupEvidence {
+    g.health = Some(
+        states
+            .iter()
+            .enumerate()
+            .map(|(i, state)| TargetHealth {
+                id: format!("10.0.0.{i}"),
+                port: Some(80),
+                state: (*state).into(),
+                reason: None,
+                description: None,
+            })
+            .collect(),
+    );
+    g
+}
+
+#[test]
+fn draining_and_unused_targets_are_leaving_not_unhealthy() {
+    let rolled = with_states(
+        group(
+            "rolled",
+            TargetType::Ip,
+            &stepped(0.1, 2.0),
+            &[300.0; 40],
+            0,
+        ),
+        &["healthy", "healthy", "draining", "unused"],
+    );
+    let quiet = group("quiet", TargetType::Ip, &[0.1; 40], &[300.0; 40], 0);
+    let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
+    let a = analyse(&alb(vec![rolled, quiet]), &breach, shape("Average", 0.8));
+    assert_eq!(culprits(&a), ["rolled"]);
+    assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Refuted);
+}
+
+#[test]
+fn a_group_left_with_no_healthy_target_lost_its_targets_not_its_health() {
+    let emptied = with_states(
+        group(
+            "emptied",
+            TargetType::Ip,
+            &stepped(0.1, 2.0),
+            &[300.0; 40],
+            0,
+        ),
+        &["draining", "initial", "initial"],
+    );
+    let quiet = group("quiet", TargetType::Ip, &[0.1; 40], &[300.0; 40], 0);
+    let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
+    let a = analyse(&alb(vec![emptied, quiet]), &breach, shape("Average", 0.8));
+    let f = a
+        .findings
+        .iter()
+        .find(|f| f.id == FindingId::UnhealthyTargets)
+        .unwrap();
+    assert_eq!(f.verdict, Verdict::Inconclusive, "{}", f.summary);
+    assert!(
+        f.summary.contains("lost its routable targets"),
+        "{}",
+        f.summary
+    );
+}
