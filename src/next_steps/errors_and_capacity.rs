@@ -5,6 +5,7 @@
 use super::Context;
 use super::commands::{aws, kubectl, region_flag, shell_quote};
 use crate::diagnosis::{FindingId, NextStep};
+use crate::findings::probes::ProbeTrouble;
 
 fn namespace_and_deployment<'a>(context: &Context<'a>) -> Option<(&'a str, &'a str)> {
     let w = context.workload?;
@@ -97,11 +98,20 @@ pub fn read_the_probe_failures(context: &Context<'_>) -> Option<NextStep> {
     let (namespace, deployment) = namespace_and_deployment(context)?;
     let ns = shell_quote(namespace);
     Some(NextStep {
-        proposal: format!(
-            "Compare {deployment}'s probe timeouts with its latency under load"
-        ),
+        proposal: match ProbeTrouble::of_finding(finding) {
+            ProbeTrouble::ErrorStatus => format!(
+                "Check {deployment}'s probe paths and ports against what its current revision serves: the probes get HTTP errors"
+            ),
+            ProbeTrouble::NotListening => format!(
+                "Check that {deployment} listens on its probes' port, and give it a startup probe long enough to start"
+            ),
+            _ => format!("Compare {deployment}'s probe timeouts with its latency under load"),
+        },
         rationale: finding.summary.clone(),
-        trade_offs: Some("A probe timeout above the p99 under load stops busy pods being pulled; a liveness probe should only catch a hung process, never a slow one.".to_owned()),
+        trade_offs: Some(match ProbeTrouble::of_finding(finding) {
+            ProbeTrouble::ErrorStatus | ProbeTrouble::NotListening => "A probe that never passes keeps every new pod out of the endpoints: roll back or fix the probe; loosening its thresholds only delays the same outcome.".to_owned(),
+            _ => "A probe timeout above the p99 under load stops busy pods being pulled; a liveness probe should only catch a hung process, never a slow one.".to_owned(),
+        }),
         commands: vec![
             kubectl(format!(
                 "kubectl -n {ns} get events --field-selector reason=Unhealthy --sort-by=.lastTimestamp"
