@@ -160,6 +160,7 @@ mod tests {
             port: None,
             protocol: None,
             algorithm: None,
+            slow_start_seconds: None,
             kubernetes_service: None,
             culprit: true,
             statistic_while_breaching: Some(value),

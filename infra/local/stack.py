@@ -430,7 +430,11 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
             c["elbv2"].add_tags(ResourceArns=[arn], Tags=[{"Key": k, "Value": str(v)} for k, v in tg["tags"].items()])
         c["elbv2"].modify_target_group_attributes(
             TargetGroupArn=arn,
-            Attributes=[{"Key": "load_balancing.algorithm.type", "Value": tg.get("algorithm", "round_robin")}],
+            Attributes=[
+                {"Key": "load_balancing.algorithm.type", "Value": tg.get("algorithm", "round_robin")},
+                {"Key": "slow_start.duration_seconds", "Value": str(tg.get("attributes", {}).get("slow_start", 0))},
+                {"Key": "deregistration_delay.timeout_seconds", "Value": str(tg.get("attributes", {}).get("deregistration_delay", 300))},
+            ],
         )
         targets = []
         health = []

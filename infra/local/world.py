@@ -128,6 +128,14 @@ def validate(world: World) -> None:
             raise WorldError(f, f"{where}.target_type", "instance, ip or lambda", tg.get("target_type"))
         if tg.get("algorithm", "round_robin") not in ("round_robin", "least_outstanding_requests", "weighted_random"):
             raise WorldError(f, f"{where}.algorithm", "round_robin, least_outstanding_requests or weighted_random", tg.get("algorithm"))
+        attributes = tg.get("attributes", {})
+        if not isinstance(attributes, dict):
+            raise WorldError(f, f"{where}.attributes", "{slow_start: SECONDS, deregistration_delay: SECONDS}", attributes)
+        _only_keys(attributes, f, f"{where}.attributes", ("slow_start", "deregistration_delay"), "{slow_start: SECONDS, deregistration_delay: SECONDS}")
+        if not (attributes.get("slow_start", 0) == 0 or (isinstance(attributes.get("slow_start"), int) and 30 <= attributes["slow_start"] <= 900)):
+            raise WorldError(f, f"{where}.attributes.slow_start", "0 (off) or whole seconds from 30 to 900, as on AWS", attributes.get("slow_start"))
+        if not (isinstance(attributes.get("deregistration_delay", 300), int) and 0 <= attributes.get("deregistration_delay", 300) <= 3600):
+            raise WorldError(f, f"{where}.attributes.deregistration_delay", "whole seconds from 0 to 3600", attributes.get("deregistration_delay"))
         for j, target in enumerate(tg.get("targets", [])):
             if target.get("health", "healthy") not in TARGET_STATES:
                 raise WorldError(f, f"{where}.targets[{j}].health", TARGET_STATES_TEXT, target.get("health"))

@@ -12,7 +12,7 @@ use super::{sdk_failure, service_error_code};
 use crate::error::Result;
 use crate::evidence::model::load_balancer_name;
 use crate::evidence::model::{
-    HealthCheck, LoadBalancer, Tags, TargetGroup, TargetHealth, TargetType,
+    HealthCheck, LoadBalancer, Tags, TargetGroup, TargetGroupAttributes, TargetHealth, TargetType,
 };
 use crate::evidence::{LoadBalancerSource, source};
 
@@ -20,14 +20,14 @@ use crate::evidence::{LoadBalancerSource, source};
 const MAX_TAG_ARNS: usize = 20;
 
 /// Reads ELBv2 through aws-sdk-elasticloadbalancingv2. Target groups, their
-/// tags and algorithms are shared by every alarm on a load balancer and kept
+/// tags and attributes are shared by every alarm on a load balancer and kept
 /// for a minute (see [`WarmCache`]); health is read afresh every time.
 #[derive(Debug, Clone)]
 pub struct Elbv2Source {
     client: aws_sdk_elasticloadbalancingv2::Client,
     groups: Arc<WarmCache<Vec<TargetGroup>>>,
     tags: Arc<WarmCache<BTreeMap<String, Tags>>>,
-    algorithms: Arc<WarmCache<Option<String>>>,
+    attributes: Arc<WarmCache<TargetGroupAttributes>>,
 }
 
 impl Elbv2Source {
@@ -36,7 +36,7 @@ impl Elbv2Source {
             client,
             groups: Arc::new(WarmCache::new(SHARED_LOOKUP_TTL)),
             tags: Arc::new(WarmCache::new(SHARED_LOOKUP_TTL)),
-            algorithms: Arc::new(WarmCache::new(SHARED_LOOKUP_TTL)),
+            attributes: Arc::new(WarmCache::new(SHARED_LOOKUP_TTL)),
         }
     }
 }
@@ -137,9 +137,9 @@ impl LoadBalancerSource for Elbv2Source {
         Ok(Some(out))
     }
 
-    async fn algorithm(&self, target_group_arn: &str) -> Result<Option<String>> {
-        if let Some(algorithm) = self.algorithms.get(target_group_arn, Instant::now()) {
-            return Ok(algorithm);
+    async fn attributes(&self, target_group_arn: &str) -> Result<TargetGroupAttributes> {
+        if let Some(attributes) = self.attributes.get(target_group_arn, Instant::now()) {
+            return Ok(attributes);
         }
         let out = self
             .client
@@ -154,18 +154,17 @@ impl LoadBalancerSource for Elbv2Source {
                     &e,
                 )
             })?;
-        let algorithm = out
-            .attributes()
-            .iter()
-            .find(|a| a.key() == Some("load_balancing.algorithm.type"))
-            .and_then(|a| a.value())
-            .map(str::to_owned);
-        self.algorithms.put(
+        let attributes = TargetGroupAttributes::from_pairs(
+            out.attributes()
+                .iter()
+                .filter_map(|a| Some((a.key()?, a.value()?))),
+        );
+        self.attributes.put(
             target_group_arn.to_owned(),
-            algorithm.clone(),
+            attributes.clone(),
             Instant::now(),
         );
-        Ok(algorithm)
+        Ok(attributes)
     }
 
     async fn target_health(&self, target_group_arn: &str) -> Result<Vec<TargetHealth>> {

@@ -282,7 +282,8 @@ mod delegation {
     use super::AwsSources;
     use crate::error::Result;
     use crate::evidence::model::{
-        AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
+        AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup,
+        TargetGroupAttributes, TargetHealth,
     };
     use crate::evidence::workload::{
         PodSeries, PodsListed, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
@@ -325,8 +326,8 @@ mod delegation {
             self.elbv2.target_groups(arn).await
         }
 
-        async fn algorithm(&self, arn: &str) -> Result<Option<String>> {
-            self.elbv2.algorithm(arn).await
+        async fn attributes(&self, arn: &str) -> Result<TargetGroupAttributes> {
+            self.elbv2.attributes(arn).await
         }
 
         async fn target_health(&self, arn: &str) -> Result<Vec<TargetHealth>> {

@@ -29,6 +29,9 @@ pub struct TargetGroupSummary {
     pub protocol: Option<String>,
     /// `load_balancing.algorithm.type`.
     pub algorithm: Option<String>,
+    /// `slow_start.duration_seconds` (0: off), when read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slow_start_seconds: Option<i32>,
     pub kubernetes_service: Option<ServiceRef>,
     /// Named as (one of) the group(s) behind the alarm.
     pub culprit: bool,

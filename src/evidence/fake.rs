@@ -119,9 +119,13 @@ impl LoadBalancerSource for StaticSources {
         Ok(self.load_balancer.as_ref().map(|_| self.groups.clone()))
     }
 
-    async fn algorithm(&self, _: &str) -> Result<Option<String>> {
+    async fn attributes(&self, _: &str) -> Result<super::model::TargetGroupAttributes> {
         self.enter(super::source::TARGET_GROUP_ATTRIBUTES).await?;
-        Ok(Some("round_robin".to_owned()))
+        Ok(super::model::TargetGroupAttributes {
+            algorithm: Some("round_robin".to_owned()),
+            slow_start_seconds: Some(0),
+            deregistration_delay_seconds: Some(300),
+        })
     }
 
     async fn target_health(&self, arn: &str) -> Result<Vec<TargetHealth>> {

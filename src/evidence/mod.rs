@@ -84,11 +84,11 @@ pub trait LoadBalancerSource: Send + Sync {
         load_balancer_arn: &str,
     ) -> impl Future<Output = Result<Option<Vec<TargetGroup>>>> + Send;
 
-    /// `load_balancing.algorithm.type`.
-    fn algorithm(
+    /// The routing algorithm, slow start and deregistration delay.
+    fn attributes(
         &self,
         target_group_arn: &str,
-    ) -> impl Future<Output = Result<Option<String>>> + Send;
+    ) -> impl Future<Output = Result<model::TargetGroupAttributes>> + Send;
 
     fn target_health(
         &self,
@@ -214,6 +214,8 @@ pub struct Statistics {
 pub struct GroupEvidence {
     pub group: TargetGroup,
     pub algorithm: Option<String>,
+    /// `slow_start.duration_seconds` (0: off), when read.
+    pub slow_start_seconds: Option<i32>,
     pub health: Option<Vec<TargetHealth>>,
     pub tags: Option<Tags>,
     /// The alarm's metric and statistic for this group.

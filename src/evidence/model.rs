@@ -229,3 +229,33 @@ pub fn with_unit(value: f64, unit: &str) -> String {
         format!("{rounded} {unit}")
     }
 }
+
+/// What a target group's attributes say about how it routes and rotates targets.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TargetGroupAttributes {
+    /// `load_balancing.algorithm.type`.
+    pub algorithm: Option<String>,
+    /// `slow_start.duration_seconds`: how long a new target ramps up its
+    /// share of requests (0: off).
+    pub slow_start_seconds: Option<i32>,
+    /// `deregistration_delay.timeout_seconds`: how long a leaving target drains.
+    pub deregistration_delay_seconds: Option<i32>,
+}
+
+impl TargetGroupAttributes {
+    /// From DescribeTargetGroupAttributes' key/value pairs.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Self {
+        let mut out = TargetGroupAttributes::default();
+        for (key, value) in pairs {
+            match key {
+                "load_balancing.algorithm.type" => out.algorithm = Some(value.to_owned()),
+                "slow_start.duration_seconds" => out.slow_start_seconds = value.parse().ok(),
+                "deregistration_delay.timeout_seconds" => {
+                    out.deregistration_delay_seconds = value.parse().ok()
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+}

@@ -68,3 +68,24 @@ fn group_queries_come_eight_per_group_with_unique_ids() {
     ids.dedup();
     assert_eq!(ids.len(), 48);
 }
+
+#[test]
+fn target_group_attributes_are_read_from_their_keys_and_others_ignored() {
+    let read = model::TargetGroupAttributes::from_pairs([
+        (
+            "load_balancing.algorithm.type",
+            "least_outstanding_requests",
+        ),
+        ("slow_start.duration_seconds", "30"),
+        ("deregistration_delay.timeout_seconds", "not a number"),
+        ("stickiness.enabled", "false"),
+    ]);
+    assert_eq!(
+        read,
+        model::TargetGroupAttributes {
+            algorithm: Some("least_outstanding_requests".into()),
+            slow_start_seconds: Some(30),
+            deregistration_delay_seconds: None,
+        }
+    );
+}

@@ -174,6 +174,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                 port: g.group.port,
                 protocol: g.group.protocol.clone(),
                 algorithm: g.algorithm.clone(),
+                slow_start_seconds: g.slow_start_seconds,
                 kubernetes_service: service_of(alb, g),
                 culprit: false,
                 statistic_while_breaching: mean_at(&g.metric, &periods).map(|v| round(v, 3)),

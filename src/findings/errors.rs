@@ -273,6 +273,7 @@ mod tests {
                 health_check: None,
             },
             algorithm: None,
+            slow_start_seconds: None,
             health: None,
             tags: None,
             metric: series(errors),

@@ -249,7 +249,7 @@ async fn read_cloud<S: EvidenceSources>(
     }
 }
 
-/// The load balancer's target groups, then their metrics, tags, algorithm and health.
+/// The load balancer's target groups, then their metrics, tags, attributes and health.
 async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
     sources: &S,
     ledger: &Ledger,
@@ -297,7 +297,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
         metric.period_seconds,
     ));
     let arns: Vec<String> = groups.iter().map(|g| g.arn.clone()).collect();
-    let (series, tags, algorithms, health) = tokio::join!(
+    let (series, tags, attributes, health) = tokio::join!(
         ledger.run(
             source::TARGET_GROUP_METRICS,
             sources.metric_data(&queries, window.start, window.end)
@@ -306,7 +306,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
         join_all(
             groups
                 .iter()
-                .map(|g| ledger.run(source::TARGET_GROUP_ATTRIBUTES, sources.algorithm(&g.arn)))
+                .map(|g| ledger.run(source::TARGET_GROUP_ATTRIBUTES, sources.attributes(&g.arn)))
         ),
         join_all(
             groups
@@ -322,12 +322,13 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
     let mut next = || series.next().unwrap_or_default();
     let groups = groups
         .into_iter()
-        .zip(algorithms.into_iter().zip(health))
-        .map(|(group, (algorithm, health))| GroupEvidence {
+        .zip(attributes.into_iter().zip(health))
+        .map(|(group, (attributes, health))| GroupEvidence {
             tags: tags
                 .as_ref()
                 .map(|t| t.get(&group.arn).cloned().unwrap_or_default()),
-            algorithm: algorithm.flatten(),
+            algorithm: attributes.as_ref().and_then(|a| a.algorithm.clone()),
+            slow_start_seconds: attributes.as_ref().and_then(|a| a.slow_start_seconds),
             health,
             metric: next(),
             p50: next(),

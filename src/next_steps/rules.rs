@@ -849,12 +849,27 @@ pub fn warm_up_new_pods(context: &Context<'_>) -> Option<NextStep> {
             region_flag(context.alarm)
         )));
     }
+    let slow_start = match group.and_then(|g| g.slow_start_seconds) {
+        Some(0) => {
+            " Slow start is off on the target group: each new pod got its full share at once."
+        }
+        Some(_) => " Slow start is already on: it ramps requests, not the pods' warm-up work.",
+        None => "",
+    };
+    let ramp = if group
+        .and_then(|g| g.slow_start_seconds)
+        .is_some_and(|s| s > 0)
+    {
+        "a startup probe, minReadySeconds, readiness that waits for warm caches (slow start is already on)"
+    } else {
+        "ALB slow start on the target group, a startup probe, minReadySeconds, readiness that waits for warm caches"
+    };
     Some(NextStep {
         proposal: format!(
-            "Let {deployment}'s new pods warm up before they take full traffic: ALB slow start on the target group, a startup probe, minReadySeconds, readiness that waits for warm caches"
+            "Let {deployment}'s new pods warm up before they take full traffic: {ramp}"
         ),
         rationale: format!(
-            "{} The new pods {} while they warmed up.",
+            "{} The new pods {} while they warmed up.{slow_start}",
             deploy.summary,
             if probes_failing {
                 format!(

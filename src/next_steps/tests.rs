@@ -642,6 +642,7 @@ fn least_outstanding_requests_is_proposed_for_latency_only() {
         port: None,
         protocol: None,
         algorithm: None,
+        slow_start_seconds: None,
         kubernetes_service: None,
         culprit: true,
         statistic_while_breaching: None,

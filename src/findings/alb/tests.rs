@@ -34,6 +34,7 @@ fn group(
             health_check: None,
         },
         algorithm: Some("round_robin".into()),
+        slow_start_seconds: None,
         health: Some(health),
         tags: None,
         metric: series(latency),
