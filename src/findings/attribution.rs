@@ -405,13 +405,19 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
                 };
                 let as_seen = modelled(&[]);
                 let counterfactual = modelled(set)?;
-                // Calibrated on what CloudWatch computed for the whole load balancer.
-                Some(match q.observed.and_then(|o| o.at(*t)) {
-                    Some(observed) => match as_seen {
-                        Some(model) => (observed + counterfactual - model).max(0.0),
-                        None => counterfactual,
+                // Calibrated on what CloudWatch computed for the whole load
+                // balancer: by the difference for means and counts (exact up
+                // to rounding), by the ratio for a percentile (the mixture of
+                // quantiles is only an approximation of its scale).
+                Some(match (q.observed.and_then(|o| o.at(*t)), as_seen) {
+                    (Some(observed), Some(model)) => match q.combination {
+                        Combination::Quantile(_) if model > 0.0 => {
+                            observed * counterfactual / model
+                        }
+                        Combination::Quantile(_) => counterfactual,
+                        _ => (observed + counterfactual - model).max(0.0),
                     },
-                    None => counterfactual,
+                    _ => counterfactual,
                 })
             })
             .collect()

@@ -341,3 +341,38 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn a_percentile_is_calibrated_by_ratio_so_the_counterfactual_stays_on_its_scale() {
+    // CloudWatch's own p99 for the load balancer is half what the mixture of
+    // quantiles models: the counterfactual keeps that proportion, never below 0.
+    let api = tail_group(
+        &step(0.08, 0.4, 30, MINUTES),
+        &step(0.3, 6.0, 30, MINUTES),
+        &steady(1000.0, MINUTES),
+    );
+    let web = tail_group(
+        &steady(0.05, MINUTES),
+        &steady(0.2, MINUTES),
+        &steady(500.0, MINUTES),
+    );
+    let groups = [api, web];
+    let observed = series(
+        &(0..MINUTES)
+            .map(|m| if m >= 30 { 3.0 } else { 0.3 })
+            .collect::<Vec<_>>(),
+    );
+    let breach = minutes(30..40);
+    let mut q = question(
+        &groups,
+        &breach,
+        Combination::Quantile(0.99),
+        1.5,
+        "GreaterThanThreshold",
+    );
+    q.observed = Some(&observed);
+    let a = attribute(&q).unwrap();
+    assert_eq!(a.culprits, [0]);
+    let without = a.counterfactual.unwrap();
+    assert!(without > 0.05 && without < 1.5, "{without}");
+}
