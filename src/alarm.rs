@@ -300,6 +300,28 @@ impl AlarmNotification {
         self.primary_stat().map(|stat| stat.metric.clone())
     }
 
+    /// For a rate alarm (`100 * errors / requests`: the primary metric over
+    /// RequestCount, times a constant), that constant: the alarm's value is
+    /// then the primary metric per request, times it.
+    pub fn per_request_scale(&self) -> Option<f64> {
+        let queries = &self.trigger.as_ref()?.metrics;
+        let primary = self.primary_stat()?;
+        let id_of = |wanted: &dyn Fn(&MetricStat) -> bool| {
+            queries
+                .iter()
+                .find(|q| q.metric_stat.as_ref().is_some_and(wanted))
+                .map(|q| q.id.as_str())
+        };
+        let numerator = id_of(&|s| s == primary)?;
+        let denominator = id_of(&|s| s.metric.metric_name.as_deref() == Some("RequestCount"))?;
+        let expression = queries
+            .iter()
+            .find(|q| q.expression.is_some() && q.return_data != Some(false))?
+            .expression
+            .as_deref()?;
+        rate_scale(expression, numerator, denominator)
+    }
+
     /// The one metric a metric-math alarm is about: the only one it reads, or
     /// the only one left once denominators are set aside (`100 * errors /
     /// requests` is about the errors; `IF(requests >= 60, latency, 0)` about
@@ -424,8 +446,56 @@ pub fn describe_dimensions(dimensions: &[Dimension]) -> String {
         .join(", ")
 }
 
+/// `k * n / d`, `n / d * k`, `(n / d) * k`, `n / d`, `n * k / d`: the constant `k`
+/// when `expression` divides `numerator` by `denominator` and scales it.
+fn rate_scale(expression: &str, numerator: &str, denominator: &str) -> Option<f64> {
+    let flat: String = expression
+        .chars()
+        .filter(|c| !c.is_whitespace() && *c != '(' && *c != ')')
+        .collect();
+    let (top, bottom) = flat.split_once('/')?;
+    if bottom.split('*').next()? != denominator {
+        return None;
+    }
+    let mut scale = 1.0;
+    let mut saw_numerator = false;
+    for factor in top.split('*').chain(bottom.split('*').skip(1)) {
+        if factor == numerator && !saw_numerator {
+            saw_numerator = true;
+        } else {
+            scale *= factor
+                .parse::<f64>()
+                .ok()
+                .filter(|k| k.is_finite() && *k > 0.0)?;
+        }
+    }
+    saw_numerator.then_some(scale)
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn rate_expressions_give_their_scale_and_anything_else_none() {
+        for (expression, scale) in [
+            ("100 * errors / requests", Some(100.0)),
+            ("errors / requests * 100", Some(100.0)),
+            ("(errors / requests) * 100", Some(100.0)),
+            ("errors/requests", Some(1.0)),
+            ("errors * 100 / requests", Some(100.0)),
+            ("requests / errors", None),
+            ("100 * errors / other", None),
+            ("errors / requests + 1", None),
+            ("IF(requests > 10, errors / requests, 0)", None),
+        ] {
+            assert_eq!(
+                super::rate_scale(expression, "errors", "requests"),
+                scale,
+                "{expression}"
+            );
+        }
+    }
+
     use super::*;
 
     #[test]

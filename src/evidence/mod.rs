@@ -207,6 +207,8 @@ pub struct Statistics {
     /// Requests per period: `RequestCount` for load balancers, else the metric's `SampleCount`.
     pub requests: MetricSeries,
     pub requests_metric: String,
+    /// A rate alarm: `alarm_stat` is already the metric per request times this.
+    pub per_request_scale: Option<f64>,
 }
 
 /// One target group and everything read about it.
@@ -319,7 +321,7 @@ pub struct GatheredEvidence {
 }
 
 /// Which sources the playbook reads for an alarm, and why not the others.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     /// The single metric the alarm watches (none for composite and multi-metric math).
     pub metric: Option<PlannedMetric>,
@@ -333,13 +335,16 @@ pub struct Plan {
 }
 
 /// The alarm's metric, as queries need it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct PlannedMetric {
     pub namespace: String,
     pub metric_name: String,
     pub dimensions: Vec<Dimension>,
     pub statistic: String,
     pub period_seconds: u32,
+    /// A rate alarm (`100 * errors / requests`): the alarm's value is this
+    /// metric per request (RequestCount), times this constant.
+    pub per_request_scale: Option<f64>,
 }
 
 /// Decides what to read for `alarm`.
@@ -352,6 +357,7 @@ pub fn plan(alarm: &AlarmNotification) -> Plan {
             dimensions: m.dimensions,
             statistic: alarm.statistic().unwrap_or_else(|| "Average".to_owned()),
             period_seconds: alarm.period_seconds().unwrap_or(60),
+            per_request_scale: alarm.per_request_scale(),
         })
     });
     if metric.is_none() {
@@ -426,7 +432,7 @@ fn requests_metric(metric: &PlannedMetric) -> (String, &'static str) {
 pub fn statistics_from(metric: &PlannedMetric, series: Vec<MetricSeries>) -> Statistics {
     let mut series = series.into_iter();
     let mut next = || series.next().unwrap_or_default();
-    Statistics {
+    let mut stats = Statistics {
         period_seconds: metric.period_seconds,
         alarm_statistic: metric.statistic.clone(),
         alarm_stat: next(),
@@ -436,6 +442,27 @@ pub fn statistics_from(metric: &PlannedMetric, series: Vec<MetricSeries>) -> Sta
         maximum: next(),
         requests: next(),
         requests_metric: requests_metric(metric).0,
+        per_request_scale: metric.per_request_scale,
+    };
+    // A rate alarm compares the metric per request with its threshold.
+    if let Some(scale) = metric.per_request_scale {
+        stats.alarm_stat = per_request(&stats.alarm_stat, &stats.requests, scale);
+    }
+    stats
+}
+
+/// `series` per request of `requests`, times `scale`, where requests were made.
+pub fn per_request(series: &MetricSeries, requests: &MetricSeries, scale: f64) -> MetricSeries {
+    MetricSeries {
+        id: series.id.clone(),
+        points: series
+            .points
+            .iter()
+            .filter_map(|(t, v)| {
+                let n = requests.at(*t).filter(|n| *n > 0.0)?;
+                Some((*t, v / n * scale))
+            })
+            .collect(),
     }
 }
 

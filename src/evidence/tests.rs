@@ -89,3 +89,34 @@ fn target_group_attributes_are_read_from_their_keys_and_others_ignored() {
         }
     );
 }
+
+#[test]
+fn a_rate_alarm_is_planned_as_its_numerator_per_request() {
+    let event: serde_json::Value = serde_json::from_str(include_str!(
+        "../../events/sns-metricmath-alarm-5xx-rate.json"
+    ))
+    .unwrap();
+    let message = event["Records"][0]["Sns"]["Message"].as_str().unwrap();
+    let alarm: crate::alarm::AlarmNotification = serde_json::from_str(message).unwrap();
+    let metric = plan(&alarm).metric.unwrap();
+    assert_eq!(metric.metric_name, "HTTPCode_Target_5XX_Count");
+    assert_eq!(metric.per_request_scale, Some(100.0));
+    // 12 errors in 600 requests: 2 %, as the alarm's expression computes it.
+    let t = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
+    let series = |v: f64| model::MetricSeries {
+        id: "s".into(),
+        points: vec![(t, v)],
+    };
+    let stats = statistics_from(
+        &metric,
+        vec![
+            series(12.0),
+            series(0.0),
+            series(0.0),
+            series(0.0),
+            series(0.0),
+            series(600.0),
+        ],
+    );
+    assert_eq!(stats.alarm_stat.at(t), Some(2.0));
+}

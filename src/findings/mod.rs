@@ -75,16 +75,25 @@ pub fn breakdown(
     if alb.load_balancer.is_none() || alb.groups.is_empty() {
         return None;
     }
+    // A rate alarm combines its groups' rates weighted by their requests: a mean.
+    let rate = statistics.and_then(|s| s.per_request_scale);
     Some(alb::analyse(
         alb,
         &breaching_periods(alarm, statistics),
         alb::AlarmShape {
             metric: alarm.metric_name.as_deref().unwrap_or_default(),
-            statistic: alarm.statistic.as_deref().unwrap_or("Average"),
+            statistic: match rate {
+                Some(_) => "Average",
+                None => alarm.statistic.as_deref().unwrap_or("Average"),
+            },
             threshold,
             comparison: comparison_of(alarm),
             period_seconds: alarm.period_seconds.unwrap_or(60),
-            unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+            unit: match rate {
+                Some(scale) if (scale - 100.0).abs() < f64::EPSILON => "%",
+                Some(_) => "",
+                None => crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+            },
             watched_group: alarm.dimension("TargetGroup"),
             observed: statistics.map(|s| &s.alarm_stat),
         },

@@ -362,6 +362,7 @@ mod tests {
             p99: series("p99", &vec![9.0; avg.len()]),
             maximum: series("maximum", &vec![12.0; avg.len()]),
             requests: series("requests", requests),
+            per_request_scale: None,
             requests_metric: "RequestCount".into(),
         }
     }

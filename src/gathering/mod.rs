@@ -340,6 +340,13 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
             healthy_hosts: next(),
             group,
         })
+        .map(|mut g: GroupEvidence| {
+            // A rate alarm: each group's metric per request, as the alarm computes it.
+            if let Some(scale) = metric.per_request_scale {
+                g.metric = crate::evidence::per_request(&g.metric, &g.requests, scale);
+            }
+            g
+        })
         .collect();
     Some(AlbEvidence {
         services: Default::default(),
