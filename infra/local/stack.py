@@ -386,6 +386,32 @@ def alarm_dimensions(alarm: dict[str, Any], lb_dims: list[dict[str, str]], group
     return dims
 
 
+def alarm_metric_arguments(alarm: dict[str, Any], dimensions: list[dict[str, str]],
+                           namespace: str | None = None) -> dict[str, Any]:
+    """What PutMetricAlarm watches: the alarm's metric (Namespace, MetricName,
+    Statistic or ExtendedStatistic, Dimensions, Period), or for a metric-math
+    alarm (`metrics`) its queries as `Metrics`: the expression, which returns
+    data, and a MetricStat per metric with these dimensions and the alarm's
+    period (PutMetricAlarm then takes no Period, MetricName or Dimensions of its own)."""
+    namespace = namespace or alarm.get("namespace", worlds.ALB_NAMESPACE)
+    period = int(alarm["period"])
+    if "metrics" not in alarm:
+        return {"Namespace": namespace, "MetricName": alarm["metric"], **statistic_argument(alarm),
+                "Dimensions": dimensions, "Period": period}
+    queries = []
+    for query in worlds.alarm_queries(alarm):
+        if "expression" in query:
+            entry: dict[str, Any] = {"Id": query["id"], "Expression": query["expression"], "ReturnData": True}
+        else:
+            entry = {"Id": query["id"], "ReturnData": False, "MetricStat": {
+                "Metric": {"Namespace": namespace, "MetricName": query["metric"], "Dimensions": dimensions},
+                "Period": period, "Stat": query["stat"]}}
+        if query.get("label"):
+            entry["Label"] = query["label"]
+        queries.append(entry)
+    return {"Metrics": queries}
+
+
 def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] | None = None) -> dict[str, Any]:
     """Loads the world into moto through the public APIs (and the admin
     endpoints for what no public API can set). With `member_credentials`
@@ -500,8 +526,8 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
     alarm = spec["alarm"]
     c["cloudwatch"].put_metric_alarm(
         AlarmName=alarm["name"], AlarmDescription=alarm.get("description", ""),
-        Namespace=alarm.get("namespace", worlds.ALB_NAMESPACE), MetricName=alarm["metric"], **statistic_argument(alarm),
-        Dimensions=alarm_dimensions(alarm, lb_dims, groups), Period=int(alarm["period"]), EvaluationPeriods=int(alarm["evaluation_periods"]),
+        **alarm_metric_arguments(alarm, alarm_dimensions(alarm, lb_dims, groups)),
+        EvaluationPeriods=int(alarm["evaluation_periods"]),
         DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
         Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],
         TreatMissingData=alarm.get("treat_missing_data", "missing"),
@@ -939,22 +965,33 @@ def evaluation(cloudwatch: Any, alarm: dict[str, Any], old: str, to: str, until:
     for OK -> ALARM transition).") and reasonData (a JSON string with the
     statistic, period, recentDatapoints, threshold and evaluatedDatapoints),
     from the alarm's own datapoints over its last evaluation periods up to
-    `until` (the world's now, where its data ends)."""
-    period, periods = int(alarm["Period"]), int(alarm["EvaluationPeriods"])
+    `until` (the world's now, where its data ends). A metric-math alarm's
+    datapoints are its expression's (GetMetricData with its own queries);
+    its reasonData then has no statistic and no sample counts."""
+    math = alarm_math_queries(alarm)
+    period = int(alarm["Period"]) if alarm.get("Period") else int(next(q["MetricStat"]["Period"] for q in math if "MetricStat" in q))
+    periods = int(alarm["EvaluationPeriods"])
     needed = int(alarm.get("DatapointsToAlarm") or periods)
-    statistic = alarm.get("ExtendedStatistic") or alarm["Statistic"]
+    statistic = None if math else alarm.get("ExtendedStatistic") or alarm["Statistic"]
     threshold = float(alarm["Threshold"])
     query_date = datetime.now(timezone.utc)
     end = min(until, query_date)
     end = end - timedelta(seconds=int(end.timestamp()) % period, microseconds=end.microsecond)
     start = end - timedelta(seconds=period * periods)
-    metric = {"Namespace": alarm["Namespace"], "MetricName": alarm["MetricName"], "Dimensions": alarm.get("Dimensions", [])}
-    answer = cloudwatch.get_metric_data(
-        MetricDataQueries=[{"Id": "v", "MetricStat": {"Metric": metric, "Period": period, "Stat": statistic}},
-                           {"Id": "n", "MetricStat": {"Metric": metric, "Period": period, "Stat": "SampleCount"}}],
-        StartTime=start, EndTime=end, ScanBy="TimestampAscending",
-    )["MetricDataResults"]
-    series = {r["Id"]: dict(zip(r["Timestamps"], r["Values"])) for r in answer}
+    if math:
+        # A metric-math alarm: the value is its expression's, over its own queries.
+        answer = cloudwatch.get_metric_data(MetricDataQueries=math, StartTime=start, EndTime=end,
+                                            ScanBy="TimestampAscending")["MetricDataResults"]
+        returned = next(q["Id"] for q in math if q.get("ReturnData", True))
+        series = {"v": dict(zip(*next(((r["Timestamps"], r["Values"]) for r in answer if r["Id"] == returned), ([], []))))}
+    else:
+        metric = {"Namespace": alarm["Namespace"], "MetricName": alarm["MetricName"], "Dimensions": alarm.get("Dimensions", [])}
+        answer = cloudwatch.get_metric_data(
+            MetricDataQueries=[{"Id": "v", "MetricStat": {"Metric": metric, "Period": period, "Stat": statistic}},
+                               {"Id": "n", "MetricStat": {"Metric": metric, "Period": period, "Stat": "SampleCount"}}],
+            StartTime=start, EndTime=end, ScanBy="TimestampAscending",
+        )["MetricDataResults"]
+        series = {r["Id"]: dict(zip(r["Timestamps"], r["Values"])) for r in answer}
     points = sorted(series.get("v", {}).items())  # oldest first
     test = COMPARISON_TESTS[alarm["ComparisonOperator"]]
     words = COMPARISON_WORDS[alarm["ComparisonOperator"]]
@@ -969,7 +1006,7 @@ def evaluation(cloudwatch: Any, alarm: dict[str, Any], old: str, to: str, until:
         reason = (f"Threshold Crossed: {len(chosen)} out of the last {periods} datapoints [{listed}] {verb} {words} "
                   f"the threshold ({threshold!r}) (minimum {needed} datapoint{'s' if needed != 1 else ''} "
                   f"for {old} -> {to} transition).")
-    data = {
+    data: dict[str, Any] = {
         "version": "1.0",
         "queryDate": cloudwatch_time(query_date),
         "startDate": cloudwatch_time(start),
@@ -982,7 +1019,21 @@ def evaluation(cloudwatch: Any, alarm: dict[str, Any], old: str, to: str, until:
             for t, v in reversed(points)
         ],
     }
+    if math:
+        # An expression has neither one statistic nor sample counts.
+        del data["statistic"]
+        for point in data["evaluatedDatapoints"]:
+            del point["sampleCount"]
     return reason, json.dumps(data, separators=(",", ":"))
+
+
+def alarm_math_queries(alarm: dict[str, Any]) -> list[dict[str, Any]]:
+    """A metric-math alarm's queries as DescribeAlarms gives them, ready for
+    GetMetricData (empty for a single-metric alarm)."""
+    if alarm.get("MetricName") or not alarm.get("Metrics"):
+        return []
+    keys = ("Id", "MetricStat", "Expression", "Label", "ReturnData", "Period")
+    return [{k: q[k] for k in keys if q.get(k) is not None} for q in alarm["Metrics"]]
 
 
 def _metric_configuration(alarm: dict[str, Any]) -> list[dict[str, Any]]:
@@ -1352,8 +1403,7 @@ def storm_alarm(c: dict[str, Any], world: worlds.World, facts: dict[str, Any], n
     alarm = world.spec["alarm"]
     c["cloudwatch"].put_metric_alarm(
         AlarmName=name, AlarmDescription=f"{alarm.get('description', '')} (storm copy on {lb_arn.split('/')[-2]})",
-        Namespace="AWS/ApplicationELB", MetricName=alarm["metric"], **statistic_argument(alarm),
-        Dimensions=[{"Name": "LoadBalancer", "Value": worlds.lb_dimension(lb_arn)}], Period=int(alarm["period"]),
+        **alarm_metric_arguments(alarm, [{"Name": "LoadBalancer", "Value": worlds.lb_dimension(lb_arn)}], worlds.ALB_NAMESPACE),
         EvaluationPeriods=int(alarm["evaluation_periods"]),
         DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
         Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],

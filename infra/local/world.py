@@ -20,6 +20,8 @@ from typing import Any, Callable, Iterator
 
 import yaml
 
+from moto_world import metric_math
+
 OFFSET_RE = re.compile(r"^(?P<sign>[+-])?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s)?$")
 TEMPLATE_RE = re.compile(r"\{\{\s*now\s*(?P<offset>[+-][0-9hms]+)?\s*\}\}")
 ARN_RE = re.compile(r"\{\{\s*target_group_arn\s+(?P<name>[\w.-]+)\s*\}\}")
@@ -153,13 +155,23 @@ def validate(world: World) -> None:
             if not isinstance(buckets, list) or not all(isinstance(b, list) and len(b) == 2 for b in buckets):
                 raise WorldError(f, f"{where}.metrics.latency.{phase}", "a list of [seconds, share] pairs", buckets)
     alarm = _require(s, "alarm", f, "", "an alarm mapping")
-    for key in ("name", "metric", "statistic", "threshold", "comparison", "period", "evaluation_periods"):
+    for key in ("name", "threshold", "comparison", "period", "evaluation_periods"):
         _require(alarm, key, f, "alarm", f"the alarm's {key}")
-    statistic_kind(alarm["statistic"], f)
     names = [tg.get("name") for tg in s.get("load_balancer", {}).get("target_groups", [])]
     if "target_group" in alarm and alarm["target_group"] not in names:
         raise WorldError(f, "alarm.target_group", f"the name of a target group in world.yaml ({', '.join(map(str, names))})", alarm["target_group"])
-    validate_alarm_metric(f, alarm)
+    if "metrics" in alarm:
+        # A metric-math alarm: its metrics and statistics are in alarm.metrics.
+        for key in ("metric", "statistic"):
+            if key in alarm:
+                raise WorldError(f, f"alarm.{key}", "no alarm.metric or alarm.statistic beside alarm.metrics "
+                                 "(a metric-math alarm names each metric and its stat in alarm.metrics)", alarm[key])
+        alarm_queries(alarm, f)
+    else:
+        for key in ("metric", "statistic"):
+            _require(alarm, key, f, "alarm", f"the alarm's {key} (or alarm.metrics, for a metric-math alarm)")
+        statistic_kind(alarm["statistic"], f)
+        validate_alarm_metric(f, alarm)
     if "rejected_connections_per_minute" in lb:
         validate_level(f, "load_balancer.rejected_connections_per_minute", lb["rejected_connections_per_minute"])
     deliver = _require(alarm, "deliver", f, "alarm", "the transition to deliver, e.g. {from: OK, to: ALARM}")
@@ -192,16 +204,76 @@ STATISTICS = ("Average", "Sum", "SampleCount", "Minimum", "Maximum")
 EXTENDED_STATISTIC = re.compile(r"^(p|tm|wm|tc|ts)\d{1,2}(\.\d{1,2})?$")
 
 
-def statistic_kind(statistic: Any, f: Path | None = None) -> str:
+def statistic_kind(statistic: Any, f: Path | None = None, field: str = "alarm.statistic") -> str:
     """`Statistic` for the five plain statistics, `ExtendedStatistic` for
     percentiles (`p99`, `p99.9`) and trimmed means (`tm99`), as PutMetricAlarm takes them."""
     if statistic in STATISTICS:
         return "Statistic"
     if isinstance(statistic, str) and EXTENDED_STATISTIC.match(statistic):
         return "ExtendedStatistic"
-    raise WorldError(f or Path("world.yaml"), "alarm.statistic",
+    raise WorldError(f or Path("world.yaml"), field,
                      "Average, Sum, SampleCount, Minimum, Maximum, a percentile such as p99 or a trimmed mean such as tm99",
                      statistic)
+
+
+QUERY_ID = re.compile(r"^[a-z][a-zA-Z0-9_]{0,254}$")
+METRICS_EXPECTED = ("a list of queries as PutMetricAlarm's Metrics takes them: one {id, expression, label} "
+                    "(the one that returns data) and the {id, metric, stat} it reads")
+
+
+def alarm_queries(alarm: dict[str, Any], f: Path | None = None) -> list[dict[str, Any]]:
+    """A metric-math alarm's `metrics`, validated: exactly one
+    `{id, expression, label}` and the `{id, metric, stat, label}` it reads,
+    each of them read by the expression. Returns the entries as given."""
+    f = f or Path("world.yaml")
+    queries = alarm.get("metrics")
+    if not isinstance(queries, list) or not queries:
+        raise WorldError(f, "alarm.metrics", METRICS_EXPECTED, queries)
+    ids: list[str] = []
+    expressions: list[int] = []
+    for i, query in enumerate(queries):
+        where = f"alarm.metrics[{i}]"
+        if not isinstance(query, dict):
+            raise WorldError(f, where, "{id, expression, label} or {id, metric, stat}", query)
+        if "expression" in query and "metric" in query:
+            raise WorldError(f, where, "either an expression ({id, expression, label}) or a metric ({id, metric, stat}), not both", query)
+        if "expression" in query:
+            _only_keys(query, f, where, ("id", "expression", "label"), "{id, expression, label}")
+            expressions.append(i)
+        else:
+            _only_keys(query, f, where, ("id", "metric", "stat", "label"), "{id, metric, stat} (or {id, expression, label})")
+            _require(query, "metric", f, where, "the metric this query reads, e.g. HTTPCode_Target_5XX_Count (or an expression)")
+            statistic_kind(_require(query, "stat", f, where, "the metric's stat: Sum, Average, SampleCount, Minimum, Maximum or p99"),
+                           f, f"{where}.stat")
+            validate_alarm_metric(f, alarm, query["metric"], f"{where}.metric")
+        query_id = _require(query, "id", f, where, "an id such as e1 or errors")
+        if not isinstance(query_id, str) or not QUERY_ID.match(query_id):
+            raise WorldError(f, f"{where}.id", "an id as CloudWatch takes it: a lowercase letter, then letters, digits or _", query_id)
+        if query_id in ids:
+            raise WorldError(f, f"{where}.id", f"an id not used by another query of alarm.metrics ({', '.join(ids)})", query_id)
+        ids.append(query_id)
+        if "label" in query and not (isinstance(query["label"], str) and query["label"]):
+            raise WorldError(f, f"{where}.label", "a non-empty string", query["label"])
+    if len(expressions) != 1:
+        raise WorldError(f, "alarm.metrics", "exactly one query with an expression (the one whose value the alarm "
+                         f"compares to its threshold); found {len(expressions)}")
+    where = f"alarm.metrics[{expressions[0]}]"
+    expression = queries[expressions[0]]["expression"]
+    try:
+        read = metric_math.identifiers(metric_math.parse(expression))
+    except metric_math.MetricMathError as error:
+        raise WorldError(f, f"{where}.expression", f"arithmetic over the metrics' ids: numbers, ids, + - * / ^ and "
+                         f"parentheses, e.g. 100 * errors / requests ({error})", expression)
+    metric_ids = [q["id"] for q in queries if "expression" not in q]
+    for query_id in read:
+        if query_id not in metric_ids:
+            raise WorldError(f, f"{where}.expression", f"to read only the ids of the metrics in alarm.metrics "
+                             f"({', '.join(metric_ids) or 'none'}); {query_id!r} is not one", expression)
+    for i, query in enumerate(queries):
+        if "expression" not in query and query["id"] not in read:
+            raise WorldError(f, f"alarm.metrics[{i}].id", f"an id the expression reads ({expression}); "
+                             "every metric of a metric-math alarm is one of its inputs", query["id"])
+    return queries
 
 
 TARGET_STATES = ("healthy", "unhealthy", "initial", "draining", "unused", "unavailable")
@@ -309,9 +381,11 @@ def validate_health_check(f: Path, field: str, spec: Any) -> None:
         raise WorldError(f, f"{field}.timeout", f"fewer seconds than the interval ({spec.get('interval', 30)})", spec.get("timeout", 5))
 
 
-def validate_alarm_metric(f: Path, alarm: dict[str, Any]) -> None:
+def validate_alarm_metric(f: Path, alarm: dict[str, Any], metric: Any = None, field: str = "alarm.metric") -> None:
     """An ALB alarm watches a metric the world publishes, at a level it is
-    published at; an alarm in another namespace names its own dimensions."""
+    published at; an alarm in another namespace names its own dimensions.
+    `metric` is one query's metric of a metric-math alarm (`field` names it);
+    else the alarm's own."""
     namespace = alarm.get("namespace", ALB_NAMESPACE)
     if not isinstance(namespace, str) or not namespace:
         raise WorldError(f, "alarm.namespace", "a CloudWatch namespace such as AWS/ApplicationELB", namespace)
@@ -322,11 +396,11 @@ def validate_alarm_metric(f: Path, alarm: dict[str, Any]) -> None:
         if dimensions is None:
             raise WorldError(f, "alarm.dimensions", f"the alarm's dimensions (namespace {namespace} has no load balancer dimension)")
         return
-    metric = alarm["metric"]
+    metric = alarm["metric"] if metric is None else metric
     published = ALB_METRICS_PER_TARGET_GROUP if alarm.get("target_group") else ALB_METRICS_PER_LOAD_BALANCER
     if metric not in published:
         scope = "per target group (alarm.target_group is set)" if alarm.get("target_group") else "per load balancer (no alarm.target_group)"
-        raise WorldError(f, "alarm.metric", f"an ALB metric published {scope}: {', '.join(published)}", metric)
+        raise WorldError(f, field, f"an ALB metric published {scope}: {', '.join(published)}", metric)
 
 
 POD_GROUP_KEYS = ("namespace", "container", "names", "cpu_cores", "throttled_share", "memory_mib", "cpu_limit_cores", "per_pod")

@@ -11,7 +11,10 @@ What moto lacks and alarm-triage relies on:
    values and counts given to PutMetricData, and the namespace honoured when
    dimensions are given (moto: HTTP 500 on percentiles, namespace ignored).
    Values/Counts are kept as histograms instead of being expanded one object
-   per count, so a world with realistic request counts stays fast.
+   per count, so a world with realistic request counts stays fast. Metric
+   math expressions (arithmetic over the query ids: `100 * errors /
+   requests`) are evaluated over those MetricStat results (moto: an
+   expression must be a lone id, anything else answers no datapoints).
 5. Composite alarms: PutCompositeAlarm (moto: not implemented); a composite
    is kept as an alarm with a rule, and its state changes are recorded and
    notify like a metric alarm's (history AlarmType CompositeAlarm, the
@@ -35,6 +38,8 @@ from moto.cloudwatch import responses as cw_responses
 from moto.cloudwatch.exceptions import ValidationError
 from moto.core.responses import ActionResult, EmptyResult
 from moto.core.utils import utcnow
+
+from . import metric_math
 
 # Region display names as CloudWatch writes them into notifications.
 REGION_NAMES = {
@@ -165,8 +170,12 @@ def _describe_alarm_history(self: Any) -> ActionResult:
 # --- 2. and 3. State changes notify, new alarms start in INSUFFICIENT_DATA ---
 
 def _trigger(alarm: Any) -> dict[str, Any]:
+    period = alarm.period
+    if period is None:
+        # A metric-math alarm has no Period of its own; CloudWatch's notification carries its metrics'.
+        period = next((int(q.metric_stat.period) for q in alarm.metric_data_queries if q.metric_stat and q.metric_stat.period), None)
     trigger: dict[str, Any] = {
-        "Period": alarm.period,
+        "Period": period,
         "EvaluationPeriods": alarm.evaluation_periods,
         "ComparisonOperator": alarm.comparison_operator,
         "TreatMissingData": alarm.treat_missing_data or "missing",
@@ -211,6 +220,8 @@ def _trigger(alarm: Any) -> dict[str, Any]:
                     "Period": int(q.metric_stat.period),
                     "Stat": q.metric_stat.stat,
                 }
+                if q.metric_stat.unit:
+                    entry["MetricStat"]["Unit"] = q.metric_stat.unit
             metrics.append(entry)
         trigger["Metrics"] = metrics
     return trigger
@@ -390,38 +401,77 @@ def _statistic(stat: str, samples: list[tuple]) -> float | None:
     raise ValidationError(f"The value {stat} for parameter Stat is not supported.")
 
 
+def _stat_points(self: Any, stat_spec: dict[str, Any], start: datetime, end: datetime) -> list[tuple[datetime, float]]:
+    """One MetricStat's datapoints from the histogram index, oldest first."""
+    metric = stat_spec["Metric"]
+    period = int(stat_spec["Period"])
+    key = (self.account_id, self.region_name, metric.get("Namespace"), metric["MetricName"], _dims_key(metric.get("Dimensions")))
+    with _lock:
+        samples = [s for s in SAMPLES.get(key, ()) if start <= s[0] < end]
+    buckets: dict[int, list[tuple]] = defaultdict(list)
+    for s in samples:
+        buckets[int((s[0] - start).total_seconds()) // period].append(s)
+    points = []
+    for index in sorted(buckets):
+        value = _statistic(stat_spec["Stat"], buckets[index])
+        if value is not None:
+            points.append((start + timedelta(seconds=index * period), value))
+    return points
+
+
+def _expression_points(queries: list[dict[str, Any]], stats: dict[str, list[tuple[datetime, float]]]) -> dict[str, list[tuple[datetime, float]]]:
+    """The datapoints of the arithmetic expression queries, over the MetricStat
+    results (and each other's), as CloudWatch's metric math computes them."""
+    expressions = {q["Id"]: q["Expression"] for q in queries if "Expression" in q}
+    done: dict[str, dict[datetime, float]] = {k: dict(v) for k, v in stats.items()}
+    busy: set[str] = set()
+
+    def lookup(query_id: str) -> Any:
+        if query_id in done:
+            return done[query_id]
+        if query_id not in expressions:
+            raise ValidationError(f"Error in expression '{query_id}': Unrecognized token {query_id}")
+        if query_id in busy:
+            raise ValidationError(f"Error in expression '{query_id}': the expression refers to itself")
+        busy.add(query_id)
+        try:
+            tree = metric_math.parse(expressions[query_id])
+        except metric_math.MetricMathError as error:
+            raise ValidationError(f"Error in expression '{query_id}': {error} (the local world evaluates arithmetic only)")
+        value = metric_math.evaluate(tree, lookup)
+        busy.discard(query_id)
+        done[query_id] = value if isinstance(value, dict) else {}
+        return done[query_id]
+
+    return {query_id: sorted(lookup(query_id).items()) for query_id in expressions}
+
+
 def _get_metric_data(self: Any, queries: list[dict[str, Any]], start_time: datetime, end_time: datetime,
                      scan_by: str = "TimestampAscending") -> list[dict[str, Any]]:
     start, end = naive_utc(start_time).replace(microsecond=0), naive_utc(end_time).replace(microsecond=0)
     if start >= end:
         raise ValidationError("The parameter StartTime must be less than the parameter EndTime.")
-    if any("Expression" in q for q in queries):
-        # Metric math stays moto's (alarm-triage itself only sends MetricStat queries).
+    if any(str(q.get("Expression", "")).lstrip().upper().startswith("SELECT") for q in queries):
+        # Metrics Insights queries stay moto's.
         return _original_get_metric_data(self, queries, start_time, end_time, scan_by)
+    ids = [q["Id"] for q in queries]
+    if len(set(ids)) != len(ids):
+        raise ValidationError("The values for parameter id in MetricDataQueries are not unique.")
+    stats = {q["Id"]: _stat_points(self, q["MetricStat"], start, end) for q in queries if "MetricStat" in q}
+    # Metric math (arithmetic: `100 * errors / requests`) over the MetricStat results.
+    points_of = {**stats, **_expression_points(queries, stats)}
     results = []
     for query in queries:
-        stat_spec = query["MetricStat"]
-        metric = stat_spec["Metric"]
-        period = int(stat_spec["Period"])
-        key = (self.account_id, self.region_name, metric.get("Namespace"), metric["MetricName"], _dims_key(metric.get("Dimensions")))
-        with _lock:
-            samples = [s for s in SAMPLES.get(key, ()) if start <= s[0] < end]
-        buckets: dict[int, list[tuple]] = defaultdict(list)
-        for s in samples:
-            buckets[int((s[0] - start).total_seconds()) // period].append(s)
-        points = []
-        for index in sorted(buckets):
-            value = _statistic(stat_spec["Stat"], buckets[index])
-            if value is not None:
-                points.append((start + timedelta(seconds=index * period), value))
-        if scan_by != "TimestampAscending":
-            points.reverse()
         if query.get("ReturnData", True) is False:
             continue
+        points = list(points_of[query["Id"]])
+        if scan_by != "TimestampAscending":
+            points.reverse()
+        label = query.get("Label") or (query["MetricStat"]["Metric"]["MetricName"] if "MetricStat" in query else query["Id"])
         results.append(
             {
                 "id": query["Id"],
-                "label": query.get("Label") or metric["MetricName"],
+                "label": label,
                 "values": [v for _, v in points],
                 "timestamps": [t for t, _ in points],
                 "status_code": "Complete",
