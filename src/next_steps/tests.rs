@@ -467,21 +467,7 @@ fn a_load_balancer_wide_alarm_without_a_breakdown_gets_one_by_hand() {
 
 #[test]
 fn a_recovery_with_a_cause_proposes_what_keeps_it_from_repeating_first() {
-    let decided = Decided {
-        findings: vec![finding(
-            FindingId::LowTrafficArtifact,
-            Verdict::Supported,
-            Facts::None,
-        )],
-        ..Decided::default()
-    };
-    let steps = propose(
-        &alb_alarm(),
-        &classification(Behaviour::Transient),
-        &decided,
-        ReportKind::Resolution,
-        now(),
-    );
+    let steps = steps_for_low_traffic(Behaviour::Transient, ReportKind::Resolution);
     assert_eq!(steps.len(), 2, "{steps:#?}");
     assert!(
         steps[0]
@@ -525,21 +511,7 @@ fn a_recovery_gets_one_step_and_an_unknown_alarm_gets_the_history() {
 
 #[test]
 fn the_step_on_the_cause_comes_before_dating_the_flapping() {
-    let decided = Decided {
-        findings: vec![finding(
-            FindingId::LowTrafficArtifact,
-            Verdict::Supported,
-            Facts::None,
-        )],
-        ..Decided::default()
-    };
-    let steps = propose(
-        &alb_alarm(),
-        &classification(Behaviour::Flapping),
-        &decided,
-        ReportKind::Diagnosis,
-        now(),
-    );
+    let steps = steps_for_low_traffic(Behaviour::Flapping, ReportKind::Diagnosis);
     assert!(
         steps[0]
             .proposal
@@ -805,4 +777,23 @@ fn an_hpa_that_scales_in_too_eagerly_gets_a_slower_scale_down() {
         Facts::None,
     );
     assert!(run(slow_the_hpas_scale_in, &[context]).is_none());
+}
+
+/// The steps for a breach whose one cause is low traffic.
+fn steps_for_low_traffic(behaviour: Behaviour, kind: ReportKind) -> Vec<NextStep> {
+    let decided = Decided {
+        findings: vec![finding(
+            FindingId::LowTrafficArtifact,
+            Verdict::Supported,
+            Facts::None,
+        )],
+        ..Decided::default()
+    };
+    propose(
+        &alb_alarm(),
+        &classification(behaviour),
+        &decided,
+        kind,
+        now(),
+    )
 }
