@@ -20,7 +20,7 @@ pub struct UnhealthyTarget {
 }
 
 /// One target group as the diagnosis reports it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TargetGroupSummary {
     pub name: String,
     pub arn: String,

@@ -268,17 +268,20 @@ fn lost_routable_targets(
     let Some(first) = periods.first() else {
         return Default::default();
     };
+    // A series' median before the breach.
+    let usual_of = |series: &MetricSeries| {
+        let mut before: Vec<f64> = series
+            .points
+            .iter()
+            .filter(|(t, _)| t < first)
+            .map(|(_, v)| *v)
+            .collect();
+        super::traffic::median(&mut before)
+    };
     alb.groups
         .iter()
         .filter_map(|g| {
-            let mut before: Vec<f64> = g
-                .requests
-                .points
-                .iter()
-                .filter(|(t, _)| t < first)
-                .map(|(_, v)| *v)
-                .collect();
-            let usual = super::traffic::median(&mut before).unwrap_or(0.0);
+            let usual = usual_of(&g.requests).unwrap_or(0.0);
             let during = periods
                 .iter()
                 .map(|t| g.requests.at(*t).unwrap_or(0.0))
@@ -290,14 +293,7 @@ fn lost_routable_targets(
                 0.0
             };
             // Healthy before, none healthy at some point of the breach.
-            let mut healthy_before: Vec<f64> = g
-                .healthy_hosts
-                .points
-                .iter()
-                .filter(|(t, _)| t < first)
-                .map(|(_, v)| *v)
-                .collect();
-            let emptied = super::traffic::median(&mut healthy_before).is_some_and(|h| h >= 1.0)
+            let emptied = usual_of(&g.healthy_hosts).is_some_and(|h| h >= 1.0)
                 && periods
                     .iter()
                     .filter_map(|t| g.healthy_hosts.at(*t))

@@ -611,24 +611,8 @@ fn least_outstanding_requests_is_proposed_for_latency_only() {
         name: "k8s-shop-web".into(),
         arn: "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/k8s-shop-web/1".into(),
         target_type: "ip".into(),
-        port: None,
-        protocol: None,
-        algorithm: None,
-        slow_start_seconds: None,
-        kubernetes_service: None,
         culprit: true,
-        statistic_while_breaching: None,
-        p99_peak: None,
-        requests_per_minute_while_breaching: None,
-        share_of_breach: None,
-        baseline: None,
-        without_its_change: None,
-        http_5xx_in_window: None,
-        unhealthy_hosts_peak: None,
-        targets_healthy: None,
-        targets_not_healthy: None,
-        unhealthy_targets: vec![],
-        series: vec![],
+        ..Default::default()
     }];
     let classification = classification(Behaviour::Sustained);
     let latency = alb_alarm();
@@ -656,14 +640,10 @@ fn node_launches_failing_for_capacity_ask_for_flexibility_not_a_higher_limit() {
         "NodeClaim default-x7k2p",
         "Launched not true: InsufficientCapacityError".to_owned(),
     )];
-    let step = crate::next_steps::errors_and_capacity::see_why_nodes_are_not_added(&Context {
-        alarm: &alb_alarm(),
-        classification: &classification(Behaviour::Sustained),
-        findings: std::slice::from_ref(&blocked),
-        target_groups: &[],
-        workload: None,
-        now: now(),
-    })
+    let step = run(
+        super::errors_and_capacity::see_why_nodes_are_not_added,
+        std::slice::from_ref(&blocked),
+    )
     .unwrap();
     assert!(
         step.proposal.contains("instance types"),
@@ -674,14 +654,10 @@ fn node_launches_failing_for_capacity_ask_for_flexibility_not_a_higher_limit() {
         "6 pod(s) pending and the cluster cannot grow: NodePool general is at its cpu limit."
             .into();
     blocked.evidence.clear();
-    let step = crate::next_steps::errors_and_capacity::see_why_nodes_are_not_added(&Context {
-        alarm: &alb_alarm(),
-        classification: &classification(Behaviour::Sustained),
-        findings: std::slice::from_ref(&blocked),
-        target_groups: &[],
-        workload: None,
-        now: now(),
-    })
+    let step = run(
+        super::errors_and_capacity::see_why_nodes_are_not_added,
+        std::slice::from_ref(&blocked),
+    )
     .unwrap();
     assert!(
         step.proposal.starts_with("Raise the capacity"),
