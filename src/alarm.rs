@@ -6,6 +6,7 @@
 //! anomaly band, composite). Unknown fields are ignored so that a field AWS adds
 //! tomorrow does not lose an alarm today.
 
+pub mod facts;
 pub mod limits;
 
 use std::fmt;

@@ -176,11 +176,7 @@ fn latency(d: &Diagnosis) -> Result<Option<Chart>, ChartError> {
         return Ok(None);
     }
     let unit = culprit.series[0].unit.clone();
-    let statistic = d
-        .alarm
-        .statistic
-        .clone()
-        .unwrap_or_else(|| "Average".to_owned());
+    let statistic = d.alarm.evaluated_statistic();
     let title = format!(
         "{} {statistic} vs threshold {}{}",
         culprit.name,
@@ -208,16 +204,12 @@ fn latency(d: &Diagnosis) -> Result<Option<Chart>, ChartError> {
         })?;
         // Breaching periods of the alarm's own metric, shaded.
         if let (Some(metric), Some(t)) = (&d.alarm_metric, threshold) {
-            let comparison = d
-                .alarm
-                .comparison
-                .as_deref()
-                .unwrap_or("GreaterThanThreshold");
+            let comparison = d.alarm.comparison_or_default();
             let step = metric.step_seconds as f64 / 60.0;
             let shade = RGBColor(255, 214, 214).filled();
             for run in points(metric, end) {
                 for (x, v) in run {
-                    if crate::findings::traffic::breaches(v, t, comparison) {
+                    if comparison.breaches(v, t) {
                         chart
                             .draw_series(std::iter::once(Rectangle::new(
                                 [(x, 0.0), ((x + step).min(0.0), top)],

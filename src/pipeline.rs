@@ -11,6 +11,7 @@ use crate::diagnosis::{Diagnosis, ReportKind};
 use crate::error::{Error, Result};
 use tokio::time::Instant;
 
+use crate::diagnosis::AlarmFacts;
 use crate::evidence::{Budget, Collection, EvidenceSources};
 use crate::gathering::gather;
 use crate::intake::{self, Delivery, Response};
@@ -197,9 +198,11 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
             Now::At(t) => t,
             Now::TransitionTime => alarm.state_change_time.0,
         };
-        let elsewhere = self.scoped(&alarm).await;
+        // The alarm's facts are parsed here, once; every later stage reads them.
+        let facts = AlarmFacts::from_notification(&alarm);
+        let elsewhere = self.scoped(&facts).await;
         let collection = elsewhere.as_ref().unwrap_or(&self.collection);
-        let investigation = gather(collection, &alarm, budget, now).await;
+        let investigation = gather(collection, &facts, budget, now).await;
         let diagnosis = assemble(&alarm, kind, &investigation, &self.classifier, now);
         tracing::info!(
             alarm_name = %diagnosis.alarm.name,
@@ -249,18 +252,20 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
 impl<S: EvidenceSources, P> Triage<S, P> {
     /// The collection for the alarm's own account and region (from its ARN),
     /// when it is not the one this run reads by default.
-    async fn scoped(&self, alarm: &crate::alarm::AlarmNotification) -> Option<Collection<S>> {
+    async fn scoped(&self, alarm: &AlarmFacts) -> Option<Collection<S>> {
         let Collection::Live(sources) = &self.collection else {
             return None;
         };
-        let arn = alarm.alarm_arn.as_deref()?;
-        let mut parts = arn.split(':');
-        let (partition, region, account) = (parts.nth(1)?, parts.nth(1)?, parts.next()?);
-        match sources.scoped_to(partition, account, region).await {
+        let arn = alarm.arn.as_ref()?;
+        let account = arn.account.as_str();
+        match sources
+            .scoped_to(&arn.partition, account, &arn.region)
+            .await
+        {
             Ok(None) => None,
             Ok(Some(sources)) => Some(Collection::Live(sources)),
             Err(reason) => {
-                tracing::warn!(alarm_name = %alarm.alarm_name, account, %reason, "alarm's account unreadable");
+                tracing::warn!(alarm_name = %alarm.name, account, %reason, "alarm's account unreadable");
                 Some(Collection::Unreachable(reason))
             }
         }

@@ -113,8 +113,8 @@ fn build(d: &Diagnosis, shortened: bool) -> Result<Outgoing> {
         ("severity".to_owned(), d.severity.as_str().to_owned()),
         ("kind".to_owned(), format!("{:?}", d.kind).to_lowercase()),
     ];
-    if let Some(namespace) = &d.alarm.namespace {
-        attributes.push(("namespace".to_owned(), namespace.clone()));
+    if let Some(namespace) = d.alarm.namespace() {
+        attributes.push(("namespace".to_owned(), namespace.to_owned()));
     }
     if let Some(service) = d.culprit_service() {
         attributes.push(("service".to_owned(), service));
@@ -122,7 +122,12 @@ fn build(d: &Diagnosis, shortened: bool) -> Result<Outgoing> {
     attributes.retain(|(_, v)| !v.trim().is_empty());
     Ok(Outgoing {
         diagnosis_id: d.id.to_string(),
-        group_id: fifo_group_id(d.alarm.arn.as_deref().unwrap_or(&d.alarm.name)),
+        group_id: fifo_group_id(
+            &d.alarm
+                .arn
+                .as_ref()
+                .map_or_else(|| d.alarm.name.clone(), ToString::to_string),
+        ),
         subject: subject(d),
         json: d.to_json()?,
         text: render::text::render(d),

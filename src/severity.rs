@@ -2,6 +2,7 @@
 //! behaves. The table is in `docs/severity.md`; thresholds are about people
 //! (a typical request taking seconds), not about any one service.
 
+use crate::alarm::facts::MetricFamily;
 use crate::classify::Behaviour;
 use crate::diagnosis::finding::Role;
 use crate::diagnosis::summary::TargetGroupSummary;
@@ -29,12 +30,6 @@ pub struct Impact<'a> {
 
 /// Whether `statistic` describes a typical request (what most users feel)
 /// rather than the tail.
-fn typical(statistic: &str) -> bool {
-    matches!(statistic, "Average" | "p50")
-        || statistic.starts_with("tm")
-        || statistic.starts_with("wm")
-}
-
 /// The severity and the reason for it, in a few words.
 pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
     if impact.kind == ReportKind::Resolution {
@@ -58,8 +53,8 @@ pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
             "nothing changed: the alarm fires on the metric's usual level".to_owned(),
         );
     }
-    let statistic = impact.alarm.statistic.as_deref().unwrap_or("Average");
-    let latency = impact.alarm.metric_name.as_deref() == Some("TargetResponseTime");
+    let statistic = impact.alarm.evaluated_statistic();
+    let latency = impact.alarm.family() == MetricFamily::Latency;
     let slowest_culprit = impact
         .target_groups
         .iter()
@@ -67,7 +62,7 @@ pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
         .filter_map(|g| Some((g, g.statistic_while_breaching?)))
         .max_by(|a, b| a.1.total_cmp(&b.1));
     if latency
-        && typical(statistic)
+        && statistic.is_typical()
         && impact.breaching_minutes >= SUSTAINED_IMPACT_MINUTES
         && let Some((group, value)) = slowest_culprit.filter(|(_, v)| *v >= MULTI_SECOND)
     {
@@ -148,7 +143,7 @@ mod tests {
 
     fn alarm(statistic: &str) -> AlarmFacts {
         let mut a = crate::triage::tests::sample().alarm;
-        a.statistic = Some(statistic.to_owned());
+        a.statistic = Some(crate::alarm::facts::Statistic::parse(statistic));
         a
     }
 

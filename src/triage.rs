@@ -12,7 +12,6 @@ use crate::diagnosis::{
     SCHEMA,
 };
 use crate::evidence::model::load_balancer_name;
-use crate::evidence::plan;
 use crate::findings::{self, Investigation, roles};
 use crate::history::AlarmHistory;
 use crate::next_steps::propose;
@@ -25,7 +24,7 @@ pub fn assemble(
     config: &ClassifierConfig,
     now: DateTime<Utc>,
 ) -> Diagnosis {
-    let alarm = AlarmFacts::of(notification, &investigation.evidence);
+    let alarm = investigation.alarm.clone();
     let evidence = &investigation.evidence;
     let history = evidence
         .history
@@ -34,7 +33,7 @@ pub fn assemble(
         .including(notification);
     let timing = timing_of(&alarm);
     let classification = classify(&history, alarm.new_state, timing, config, now);
-    let decided = findings::decide(&alarm, &classification, investigation, now);
+    let decided = findings::decide(&classification, investigation, now);
 
     let headline = match kind {
         ReportKind::Diagnosis => diagnosis_headline(
@@ -72,12 +71,9 @@ pub fn assemble(
             )
         }
     };
-    let breaching_minutes = u32::try_from(
-        findings::breaching_periods(&alarm, evidence.statistics.as_ref()).len() as u64
-            * u64::from(alarm.period_seconds.unwrap_or(60))
-            / 60,
-    )
-    .unwrap_or(u32::MAX);
+    let breaching_minutes =
+        u32::try_from(investigation.breach.len() as u64 * u64::from(alarm.period()) / 60)
+            .unwrap_or(u32::MAX);
     let (severity, severity_reason) = crate::severity::assess(&crate::severity::Impact {
         kind,
         behaviour: classification.behaviour,
@@ -93,7 +89,7 @@ pub fn assemble(
         &notification.alarm_tags,
         &decided,
     ));
-    let mut notes = plan(notification).notes;
+    let mut notes = investigation.plan.notes.clone();
     notes.extend(decided.notes);
 
     Diagnosis {
@@ -110,11 +106,10 @@ pub fn assemble(
             .map(|stats| crate::series::Series {
                 label: format!(
                     "{} {}",
-                    alarm.metric_name.as_deref().unwrap_or("metric"),
+                    alarm.metric_name().unwrap_or("metric"),
                     stats.alarm_statistic
                 ),
-                unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref())
-                    .to_owned(),
+                unit: crate::evidence::model::unit_of_metric(alarm.metric_name()).to_owned(),
                 ..findings::traffic::to_series(&stats.alarm_stat, stats.period_seconds)
             }),
         alarm,
@@ -209,7 +204,7 @@ fn previous_alarm_start(history: &AlarmHistory, end: DateTime<Utc>) -> Option<Da
 const FRAGMENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.');
 
 fn console_links(alarm: &AlarmFacts) -> Vec<Link> {
-    let Some(region) = alarm.region.as_deref() else {
+    let Some(region) = alarm.region() else {
         return Vec::new();
     };
     let region: String = utf8_percent_encode(region, FRAGMENT).to_string();
@@ -274,7 +269,7 @@ fn investigation_links(
     decided: &findings::Decided,
 ) -> Vec<Link> {
     let mut links = Vec::new();
-    if let Some(region) = alarm.region.as_deref() {
+    if let Some(region) = alarm.region() {
         let region = utf8_percent_encode(region, FRAGMENT).to_string();
         if let Some(group) = decided.target_groups.iter().find(|g| g.culprit) {
             links.push(Link {
@@ -332,7 +327,11 @@ pub(crate) mod tests {
         super::assemble(
             &alarm,
             ReportKind::Diagnosis,
-            &Investigation::default(),
+            &Investigation::of(
+                crate::diagnosis::AlarmFacts::from_notification(&alarm),
+                crate::evidence::plan(&crate::diagnosis::AlarmFacts::from_notification(&alarm)),
+                Default::default(),
+            ),
             &crate::classify::ClassifierConfig::default(),
             alarm.state_change_time.0,
         )

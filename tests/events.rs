@@ -327,7 +327,7 @@ async fn the_chat_notification_threads_by_alarm_arn() {
     assert_eq!(chat["source"], "custom");
     assert_eq!(
         chat["metadata"]["threadId"].as_str(),
-        d.alarm.arn.as_deref()
+        d.alarm.arn.as_ref().map(ToString::to_string).as_deref()
     );
     assert!(
         chat["content"]["nextSteps"]

@@ -318,8 +318,10 @@ def metric_datums(world: worlds.World, lb_dimension: str,
     (healthy, unhealthy) target counts at a moment) and summed for the load
     balancer, as the ALB reports them. The ELB's own 5xx and rejected
     connections exist per load balancer only. Shared by seed() and the storm's
-    extra load balancers."""
+    extra load balancers. A network load balancer's are network_metric_datums'."""
     minutes = int(worlds.parse_duration(world.spec.get("metrics_span", "6h"), world.file, "metrics_span").total_seconds() // 60)
+    if worlds.load_balancer_type(world) == "network":
+        return network_metric_datums(world, lb_dimension, groups, minutes)
     lb_minutes: dict[Any, dict[str, Any]] = {}
     datums: list[dict[str, Any]] = []
     for tg, tg_dimension, hosts in groups:
@@ -358,11 +360,56 @@ def metric_datums(world: worlds.World, lb_dimension: str,
     return datums
 
 
-def health_check_arguments(tg: dict[str, Any]) -> dict[str, Any]:
+# Per target group and minute: (metric, key of worlds.flow_minutes, unit); all
+# but ActiveFlowCount (a gauge, whose per-minute value is its average) are counts
+# summed over the minute. Each is also summed over the groups for the load balancer.
+NLB_FLOW_METRICS = (("NewFlowCount", "new_flows", "Count"), ("ActiveFlowCount", "active_flows", "Count"),
+                    ("ProcessedBytes", "bytes", "Bytes"), ("TCP_Target_Reset_Count", "target_resets", "Count"))
+
+
+def network_metric_datums(world: worlds.World, lb_dimension: str,
+                          groups: list[tuple[dict[str, Any], str, Callable[[datetime], tuple[int, int]]]],
+                          minutes: int) -> list[dict[str, Any]]:
+    """A network load balancer's datapoints in AWS/NetworkELB, as it publishes
+    them: flows, bytes and target resets per target group (LoadBalancer +
+    TargetGroup) and summed per load balancer (LoadBalancer), healthy and
+    unhealthy hosts per target group only, and the load balancer's own
+    resets and port allocation errors per load balancer only. No requests,
+    latency or HTTP codes: an NLB never sees them."""
+    datums: list[dict[str, Any]] = []
+    totals: dict[datetime, dict[str, float]] = {}
+    for tg, tg_dimension, hosts in groups:
+        dims = [{"Name": "LoadBalancer", "Value": lb_dimension}, {"Name": "TargetGroup", "Value": tg_dimension}]
+        for minute in worlds.flow_minutes(world, tg, minutes):
+            t = minute["timestamp"]
+            total = totals.setdefault(t, dict.fromkeys((key for _, key, _ in NLB_FLOW_METRICS), 0.0))
+            for metric, key, unit in NLB_FLOW_METRICS:
+                datums.append({"MetricName": metric, "Dimensions": dims, "Timestamp": t, "Value": minute[key], "Unit": unit})
+                total[key] += minute[key]
+            healthy, unhealthy = hosts(t)
+            datums.append({"MetricName": "HealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": healthy, "Unit": "Count"})
+            datums.append({"MetricName": "UnHealthyHostCount", "Dimensions": dims, "Timestamp": t, "Value": unhealthy, "Unit": "Count"})
+    lb_dims = [{"Name": "LoadBalancer", "Value": lb_dimension}]
+    for t, total in sorted(totals.items()):
+        for metric, key, unit in NLB_FLOW_METRICS:
+            datums.append({"MetricName": metric, "Dimensions": lb_dims, "Timestamp": t, "Value": round(total[key], 1), "Unit": unit})
+    for minute in worlds.nlb_load_balancer_minutes(world, minutes):
+        for metric in worlds.NLB_LOAD_BALANCER_LEVELS.values():
+            datums.append({"MetricName": metric, "Dimensions": lb_dims, "Timestamp": minute["timestamp"],
+                           "Value": minute[metric], "Unit": "Count"})
+    return datums
+
+
+def health_check_arguments(tg: dict[str, Any], network: bool = False) -> dict[str, Any]:
     """CreateTargetGroup's health-check parameters from `health_check` (and the
-    older `health_check_path`); what is not given is left to the defaults."""
+    older `health_check_path`); what is not given is left to the defaults.
+    A network load balancer's check is a TCP connection: no path, no matcher."""
     spec = tg.get("health_check") or {}
-    arguments: dict[str, Any] = {"HealthCheckPath": spec.get("path", tg.get("health_check_path", "/healthz"))}
+    if network:
+        arguments: dict[str, Any] = {"HealthCheckProtocol": "TCP"}
+        spec = {k: v for k, v in spec.items() if k not in ("protocol", "path", "matcher")}
+    else:
+        arguments = {"HealthCheckPath": spec.get("path", tg.get("health_check_path", "/healthz"))}
     names = {"protocol": "HealthCheckProtocol", "port": "HealthCheckPort", "interval": "HealthCheckIntervalSeconds",
              "timeout": "HealthCheckTimeoutSeconds", "healthy_threshold": "HealthyThresholdCount",
              "unhealthy_threshold": "UnhealthyThresholdCount"}
@@ -387,19 +434,20 @@ def alarm_dimensions(alarm: dict[str, Any], lb_dims: list[dict[str, str]], group
 
 
 def alarm_metric_arguments(alarm: dict[str, Any], dimensions: list[dict[str, str]],
-                           namespace: str | None = None) -> dict[str, Any]:
+                           namespace: str | None = None, lb_type: str = "application") -> dict[str, Any]:
     """What PutMetricAlarm watches: the alarm's metric (Namespace, MetricName,
     Statistic or ExtendedStatistic, Dimensions, Period), or for a metric-math
     alarm (`metrics`) its queries as `Metrics`: the expression, which returns
     data, and a MetricStat per metric with these dimensions and the alarm's
-    period (PutMetricAlarm then takes no Period, MetricName or Dimensions of its own)."""
-    namespace = namespace or alarm.get("namespace", worlds.ALB_NAMESPACE)
+    period (PutMetricAlarm then takes no Period, MetricName or Dimensions of its own).
+    The namespace is the alarm's, else that of its load balancer (`lb_type`)."""
+    namespace = namespace or worlds.alarm_namespace(alarm, lb_type)
     period = int(alarm["period"])
     if "metrics" not in alarm:
         return {"Namespace": namespace, "MetricName": alarm["metric"], **statistic_argument(alarm),
                 "Dimensions": dimensions, "Period": period}
     queries = []
-    for query in worlds.alarm_queries(alarm):
+    for query in worlds.alarm_queries(alarm, lb_type=lb_type):
         if "expression" in query:
             entry: dict[str, Any] = {"Id": query["id"], "Expression": query["expression"], "ReturnData": True}
         else:
@@ -410,6 +458,54 @@ def alarm_metric_arguments(alarm: dict[str, Any], dimensions: list[dict[str, str
             entry["Label"] = query["label"]
         queries.append(entry)
     return {"Metrics": queries}
+
+
+def target_group_attributes(tg: dict[str, Any], network: bool) -> list[dict[str, str]]:
+    """ModifyTargetGroupAttributes' attributes: an ALB group's algorithm, slow
+    start and deregistration delay; a network group's deregistration delay
+    alone (an NLB has neither a routing algorithm nor slow start)."""
+    attributes = tg.get("attributes", {})
+    delay = {"Key": "deregistration_delay.timeout_seconds", "Value": str(attributes.get("deregistration_delay", 300))}
+    if network:
+        return [delay]
+    return [
+        {"Key": "load_balancing.algorithm.type", "Value": tg.get("algorithm", "round_robin")},
+        {"Key": "slow_start.duration_seconds", "Value": str(attributes.get("slow_start", 0))},
+        delay,
+    ]
+
+
+def listener_certificate(endpoint: str, region: str, credentials: dict[str, str] | None, name: str) -> str:
+    """An ACM certificate for a TLS listener (ELBv2 refuses one ACM does not know)."""
+    acm = clients(endpoint, region, ("acm",), credentials)["acm"]
+    return acm.request_certificate(DomainName=f"{name}.example.internal")["CertificateArn"]
+
+
+def create_listeners(elbv2: Any, lb_arn: str, groups: list[tuple[dict[str, Any], str]], network: bool,
+                     certificate: Callable[[], str] | None = None) -> None:
+    """An ALB: one HTTP listener forwarding to the first group, path rules for
+    the others, as an Ingress would. An NLB: one listener per group on its
+    `listener_port` (default its port), in the group's protocol (a TLS
+    listener gets the ACM certificate `certificate()` makes)."""
+    if network:
+        for spec, arn in groups:
+            protocol = spec.get("protocol", "TCP")
+            extra: dict[str, Any] = {}
+            if protocol == "TLS" and certificate is not None:
+                extra["Certificates"] = [{"CertificateArn": certificate()}]
+            elbv2.create_listener(LoadBalancerArn=lb_arn, Protocol=protocol, Port=int(spec.get("listener_port", spec.get("port", 80))),
+                                  DefaultActions=[{"Type": "forward", "TargetGroupArn": arn}], **extra)
+        return
+    listener = elbv2.create_listener(
+        LoadBalancerArn=lb_arn, Protocol="HTTP", Port=80,
+        DefaultActions=[{"Type": "forward", "TargetGroupArn": groups[0][1]}],
+    )["Listeners"][0]["ListenerArn"]
+    for priority, (spec, arn) in enumerate(groups[1:], start=1):
+        elbv2.create_rule(
+            ListenerArn=listener, Priority=priority,
+            Conditions=[{"Field": "path-pattern", "Values": [f"/{spec['name']}/*"]}],
+            Actions=[{"Type": "forward", "TargetGroupArn": arn}],
+        )
 
 
 def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] | None = None) -> dict[str, Any]:
@@ -434,34 +530,31 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
     security_group = c["ec2"].create_security_group(GroupName="k8s-alb", Description="alb", VpcId=vpc)["GroupId"]
 
     lb_spec = spec["load_balancer"]
+    lb_type = worlds.load_balancer_type(world)
+    network = lb_type == "network"
     lb = c["elbv2"].create_load_balancer(
         Name=lb_spec["name"], Subnets=subnets, SecurityGroups=[security_group],
-        Scheme=lb_spec.get("scheme", "internet-facing"), Type="application",
+        Scheme=lb_spec.get("scheme", "internet-facing"), Type=lb_type,
         Tags=[{"Key": k, "Value": str(v)} for k, v in (lb_spec.get("tags") or {}).items()] or [{"Key": "world", "Value": world.name}],
     )["LoadBalancers"][0]
     lb_arn = lb["LoadBalancerArn"]
     facts["load_balancer_arn"] = lb_arn
     facts["load_balancer_dimension"] = worlds.lb_dimension(lb_arn)
+    facts["load_balancer_type"] = lb_type
+    facts["metrics_namespace"] = worlds.metrics_namespace(world)
 
     groups = []
     measured = []
     for i, tg in enumerate(lb_spec["target_groups"]):
         target_type = tg.get("target_type", "instance")
         created = c["elbv2"].create_target_group(
-            Name=tg["name"], Protocol=tg.get("protocol", "HTTP"), Port=int(tg.get("port", 80)),
-            VpcId=vpc, TargetType=target_type, **health_check_arguments(tg),
+            Name=tg["name"], Protocol=tg.get("protocol", "TCP" if network else "HTTP"), Port=int(tg.get("port", 80)),
+            VpcId=vpc, TargetType=target_type, **health_check_arguments(tg, network),
         )["TargetGroups"][0]
         arn = created["TargetGroupArn"]
         if tg.get("tags"):
             c["elbv2"].add_tags(ResourceArns=[arn], Tags=[{"Key": k, "Value": str(v)} for k, v in tg["tags"].items()])
-        c["elbv2"].modify_target_group_attributes(
-            TargetGroupArn=arn,
-            Attributes=[
-                {"Key": "load_balancing.algorithm.type", "Value": tg.get("algorithm", "round_robin")},
-                {"Key": "slow_start.duration_seconds", "Value": str(tg.get("attributes", {}).get("slow_start", 0))},
-                {"Key": "deregistration_delay.timeout_seconds", "Value": str(tg.get("attributes", {}).get("deregistration_delay", 300))},
-            ],
-        )
+        c["elbv2"].modify_target_group_attributes(TargetGroupArn=arn, Attributes=target_group_attributes(tg, network))
         targets = []
         health = []
         for target in tg.get("targets", []):
@@ -481,21 +574,12 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
             admin(endpoint, "target-health", {"target_group_arn": arn, "targets": health})
         groups.append({"name": tg["name"], "arn": arn, "dimension": worlds.tg_dimension(arn), "targets": [t["Id"] for t in targets]})
         measured.append((tg, worlds.tg_dimension(arn), worlds.host_counts(world, tg)))
-    # Listener forwarding to the first group, rules for the others, as an Ingress would.
-    listener = c["elbv2"].create_listener(
-        LoadBalancerArn=lb_arn, Protocol="HTTP", Port=80,
-        DefaultActions=[{"Type": "forward", "TargetGroupArn": groups[0]["arn"]}],
-    )["Listeners"][0]["ListenerArn"]
-    for priority, group in enumerate(groups[1:], start=1):
-        c["elbv2"].create_rule(
-            ListenerArn=listener, Priority=priority,
-            Conditions=[{"Field": "path-pattern", "Values": [f"/{group['name']}/*"]}],
-            Actions=[{"Type": "forward", "TargetGroupArn": group["arn"]}],
-        )
+    create_listeners(c["elbv2"], lb_arn, [(tg, g["arn"]) for tg, g in zip(lb_spec["target_groups"], groups)],
+                     network, lambda: listener_certificate(endpoint, region, member_credentials, lb_spec["name"]))
     lb_dims = [{"Name": "LoadBalancer", "Value": facts["load_balancer_dimension"]}]
     datums = metric_datums(world, facts["load_balancer_dimension"], measured)
     for start in range(0, len(datums), 500):
-        c["cloudwatch"].put_metric_data(Namespace="AWS/ApplicationELB", MetricData=datums[start:start + 500])
+        c["cloudwatch"].put_metric_data(Namespace=worlds.metrics_namespace(world), MetricData=datums[start:start + 500])
     facts["target_groups"] = groups
     facts["metric_datums"] = len(datums)
     insights = worlds.container_insights_datums(world)
@@ -526,7 +610,7 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
     alarm = spec["alarm"]
     c["cloudwatch"].put_metric_alarm(
         AlarmName=alarm["name"], AlarmDescription=alarm.get("description", ""),
-        **alarm_metric_arguments(alarm, alarm_dimensions(alarm, lb_dims, groups)),
+        **alarm_metric_arguments(alarm, alarm_dimensions(alarm, lb_dims, groups), lb_type=lb_type),
         EvaluationPeriods=int(alarm["evaluation_periods"]),
         DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
         Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],
@@ -1299,7 +1383,7 @@ def storm(state: Path, alarms: int, load_balancers: int, notifications: int, wit
     if facts.get("organisation"):
         # The world's resources live in the member account.
         credentials = assume(env["AWS_ENDPOINT_URL"], facts["region"], facts["organisation"]["bootstrap_role_arn"], "alarm-triage-storm")
-    c = clients(env["AWS_ENDPOINT_URL"], facts["region"], ("ec2", "elbv2", "sqs", "cloudwatch", "sns"), credentials)
+    c = clients(env["AWS_ENDPOINT_URL"], facts["region"], ("ec2", "elbv2", "sqs", "cloudwatch", "sns", "acm"), credentials)
     if facts.get("diagnose_bridge_url") and not facts.get("sns_wired", True):
         # A storm is SNS notifications: the function must hear the alarm topic.
         wire_sns(c["sns"], facts["alarm_topic_arn"], f"{facts['diagnose_bridge_url']}/sns", True)
@@ -1341,9 +1425,11 @@ def storm(state: Path, alarms: int, load_balancers: int, notifications: int, wit
 
 
 def storm_load_balancer(c: dict[str, Any], world: worlds.World, facts: dict[str, Any], n: int) -> str:
-    """One more ALB shaped like the world's: same VPC, subnets, security groups
-    and tags (cluster name included), the world's first target groups copied
-    with their targets, listener rules and metrics. Returns its ARN."""
+    """One more load balancer shaped like the world's (of its type): same VPC,
+    subnets, security groups and tags (cluster name included), the world's
+    first target groups copied with their targets, listeners (or rules) and
+    metrics. Returns its ARN."""
+    network = worlds.load_balancer_type(world) == "network"
     elbv2 = c["elbv2"]
     model = elbv2.describe_load_balancers(LoadBalancerArns=[facts["load_balancer_arn"]])["LoadBalancers"][0]
     tags = {t["Key"]: t["Value"] for t in elbv2.describe_tags(ResourceArns=[model["LoadBalancerArn"]])["TagDescriptions"][0]["Tags"]}
@@ -1353,16 +1439,17 @@ def storm_load_balancer(c: dict[str, Any], world: worlds.World, facts: dict[str,
     subnets = [zone["SubnetId"] for zone in model["AvailabilityZones"]]
     lb_arn = elbv2.create_load_balancer(
         Name=f"k8s-{stack}-{secrets.token_hex(5)}", Subnets=subnets, SecurityGroups=model.get("SecurityGroups", []),
-        Scheme=model["Scheme"], Type="application", Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
+        Scheme=model["Scheme"], Type=worlds.load_balancer_type(world), Tags=[{"Key": k, "Value": v} for k, v in tags.items()],
     )["LoadBalancers"][0]["LoadBalancerArn"]
     groups = []
     for spec in world.spec["load_balancer"]["target_groups"][:STORM_TARGET_GROUPS]:
         parts = spec["name"].split("-")
         service = (parts[2] if len(parts) >= 4 and parts[0] == "k8s" else "svc")[:32 - len(f"k8s-{stack}--") - 10]
         port = int(spec.get("port", 80))
+        checked = {"HealthCheckProtocol": "TCP"} if network else {"HealthCheckPath": spec.get("health_check_path", "/healthz")}
         arn = elbv2.create_target_group(
-            Name=f"k8s-{stack}-{service}-{secrets.token_hex(5)}", Protocol="HTTP", Port=port, VpcId=model["VpcId"],
-            TargetType="instance", HealthCheckPath=spec.get("health_check_path", "/healthz"),
+            Name=f"k8s-{stack}-{service}-{secrets.token_hex(5)}", Protocol=spec.get("protocol", "TCP") if network else "HTTP",
+            Port=port, VpcId=model["VpcId"], TargetType="instance", **checked,
         )["TargetGroups"][0]["TargetGroupArn"]
         group_tags = dict(spec.get("tags") or {})
         if "ingress.k8s.aws/stack" in group_tags:
@@ -1373,18 +1460,22 @@ def storm_load_balancer(c: dict[str, Any], world: worlds.World, facts: dict[str,
         instances = c["ec2"].run_instances(ImageId="ami-12c6146b", MinCount=count, MaxCount=count, SubnetId=subnets[0])["Instances"]
         elbv2.register_targets(TargetGroupArn=arn, Targets=[{"Id": i["InstanceId"], "Port": port} for i in instances])
         groups.append((spec, arn, count))
-    listener = elbv2.create_listener(
-        LoadBalancerArn=lb_arn, Protocol="HTTP", Port=80, DefaultActions=[{"Type": "forward", "TargetGroupArn": groups[0][1]}],
-    )["Listeners"][0]["ListenerArn"]
-    for priority, (spec, arn, _) in enumerate(groups[1:], start=1):
-        elbv2.create_rule(
-            ListenerArn=listener, Priority=priority, Conditions=[{"Field": "path-pattern", "Values": [f"/{priority}/*"]}],
-            Actions=[{"Type": "forward", "TargetGroupArn": arn}],
-        )
+    if network:
+        certificate = lambda: c["acm"].request_certificate(DomainName=f"{stack}.example.internal")["CertificateArn"]  # noqa: E731
+        create_listeners(elbv2, lb_arn, [(spec, arn) for spec, arn, _ in groups], True, certificate)
+    else:
+        listener = elbv2.create_listener(
+            LoadBalancerArn=lb_arn, Protocol="HTTP", Port=80, DefaultActions=[{"Type": "forward", "TargetGroupArn": groups[0][1]}],
+        )["Listeners"][0]["ListenerArn"]
+        for priority, (spec, arn, _) in enumerate(groups[1:], start=1):
+            elbv2.create_rule(
+                ListenerArn=listener, Priority=priority, Conditions=[{"Field": "path-pattern", "Values": [f"/{priority}/*"]}],
+                Actions=[{"Type": "forward", "TargetGroupArn": arn}],
+            )
     datums = metric_datums(world, worlds.lb_dimension(lb_arn),
                            [(spec, worlds.tg_dimension(arn), _all_healthy(count)) for spec, arn, count in groups])
     for start in range(0, len(datums), 500):
-        c["cloudwatch"].put_metric_data(Namespace="AWS/ApplicationELB", MetricData=datums[start:start + 500])
+        c["cloudwatch"].put_metric_data(Namespace=worlds.metrics_namespace(world), MetricData=datums[start:start + 500])
     return lb_arn
 
 
@@ -1403,7 +1494,8 @@ def storm_alarm(c: dict[str, Any], world: worlds.World, facts: dict[str, Any], n
     alarm = world.spec["alarm"]
     c["cloudwatch"].put_metric_alarm(
         AlarmName=name, AlarmDescription=f"{alarm.get('description', '')} (storm copy on {lb_arn.split('/')[-2]})",
-        **alarm_metric_arguments(alarm, [{"Name": "LoadBalancer", "Value": worlds.lb_dimension(lb_arn)}], worlds.ALB_NAMESPACE),
+        **alarm_metric_arguments(alarm, [{"Name": "LoadBalancer", "Value": worlds.lb_dimension(lb_arn)}],
+                                 worlds.metrics_namespace(world), worlds.load_balancer_type(world)),
         EvaluationPeriods=int(alarm["evaluation_periods"]),
         DatapointsToAlarm=int(alarm.get("datapoints_to_alarm", alarm["evaluation_periods"])),
         Threshold=float(alarm["threshold"]), ComparisonOperator=alarm["comparison"],

@@ -1,5 +1,5 @@
 """Reading a world: validation with clear errors, and the generators that turn
-a world's description into CloudWatch datapoints (ALB and Container
+a world's description into CloudWatch datapoints (ALB, NLB and Container
 Insights), target health over time, alarm history, Prometheus series and
 Kubernetes manifests. Pure: no network, no processes.
 
@@ -118,9 +118,19 @@ def validate(world: World) -> None:
     _require(lb, "name", f, "load_balancer", "the ALB name (at most 32 characters)")
     if len(lb["name"]) > 32:
         raise WorldError(f, "load_balancer.name", "at most 32 characters, as on AWS", lb["name"])
+    kind = lb.get("type", "application")
+    if kind not in LOAD_BALANCER_TYPES:
+        raise WorldError(f, "load_balancer.type", "application (an ALB, the default) or network (an NLB)", kind)
     groups = _require(lb, "target_groups", f, "load_balancer", "a list of target groups")
     if not isinstance(groups, list) or not groups:
         raise WorldError(f, "load_balancer.target_groups", "a non-empty list")
+    if kind == "network":
+        validate_network_load_balancer(f, lb)
+    else:
+        for key in NLB_LOAD_BALANCER_LEVELS:
+            if key in lb:
+                raise WorldError(f, f"load_balancer.{key}", "nothing here on an application load balancer: it is a "
+                                 "Network Load Balancer's figure (load_balancer.type: network)", lb[key])
     for i, tg in enumerate(groups):
         where = f"load_balancer.target_groups[{i}]"
         name = _require(tg, "name", f, where, "a target group name")
@@ -128,6 +138,12 @@ def validate(world: World) -> None:
             raise WorldError(f, f"{where}.name", "at most 32 characters, as on AWS", name)
         if tg.get("target_type", "instance") not in ("instance", "ip", "lambda"):
             raise WorldError(f, f"{where}.target_type", "instance, ip or lambda", tg.get("target_type"))
+        if kind == "network":
+            validate_network_target_group(f, where, tg)
+            continue
+        if "listener_port" in tg:
+            raise WorldError(f, f"{where}.listener_port", "nothing here on an application load balancer (its one "
+                             "listener routes by path); each group's own listener port is a network load balancer's", tg["listener_port"])
         if tg.get("algorithm", "round_robin") not in ("round_robin", "least_outstanding_requests", "weighted_random"):
             raise WorldError(f, f"{where}.algorithm", "round_robin, least_outstanding_requests or weighted_random", tg.get("algorithm"))
         attributes = tg.get("attributes", {})
@@ -138,13 +154,14 @@ def validate(world: World) -> None:
             raise WorldError(f, f"{where}.attributes.slow_start", "0 (off) or whole seconds from 30 to 900, as on AWS", attributes.get("slow_start"))
         if not (isinstance(attributes.get("deregistration_delay", 300), int) and 0 <= attributes.get("deregistration_delay", 300) <= 3600):
             raise WorldError(f, f"{where}.attributes.deregistration_delay", "whole seconds from 0 to 3600", attributes.get("deregistration_delay"))
-        for j, target in enumerate(tg.get("targets", [])):
-            if target.get("health", "healthy") not in TARGET_STATES:
-                raise WorldError(f, f"{where}.targets[{j}].health", TARGET_STATES_TEXT, target.get("health"))
-            validate_health_schedule(f, f"{where}.targets[{j}].health_schedule", target.get("health_schedule", []))
+        validate_targets(f, where, tg)
         if "health_check" in tg:
             validate_health_check(f, f"{where}.health_check", tg["health_check"])
         _require(tg, "metrics", f, where, "a metrics mapping (requests_per_minute, latency)")
+        for key in NLB_GROUP_LEVELS:
+            if isinstance(tg["metrics"], dict) and key in tg["metrics"]:
+                raise WorldError(f, f"{where}.metrics.{key}", "nothing here on an application load balancer: flows "
+                                 "and TCP resets are a Network Load Balancer's (load_balancer.type: network)", tg["metrics"][key])
         _require(tg["metrics"], "requests_per_minute", f, f"{where}.metrics", "a level such as {base: 600}")
         validate_metric_levels(f, f"{where}.metrics", tg["metrics"])
         _require(tg["metrics"], "latency", f, f"{where}.metrics", "latency buckets such as {base: [[0.1, 0.99], [0.5, 0.01]]}")
@@ -166,12 +183,12 @@ def validate(world: World) -> None:
             if key in alarm:
                 raise WorldError(f, f"alarm.{key}", "no alarm.metric or alarm.statistic beside alarm.metrics "
                                  "(a metric-math alarm names each metric and its stat in alarm.metrics)", alarm[key])
-        alarm_queries(alarm, f)
+        alarm_queries(alarm, f, kind)
     else:
         for key in ("metric", "statistic"):
             _require(alarm, key, f, "alarm", f"the alarm's {key} (or alarm.metrics, for a metric-math alarm)")
         statistic_kind(alarm["statistic"], f)
-        validate_alarm_metric(f, alarm)
+        validate_alarm_metric(f, alarm, lb_type=kind)
     if "rejected_connections_per_minute" in lb:
         validate_level(f, "load_balancer.rejected_connections_per_minute", lb["rejected_connections_per_minute"])
     deliver = _require(alarm, "deliver", f, "alarm", "the transition to deliver, e.g. {from: OK, to: ALARM}")
@@ -221,10 +238,11 @@ METRICS_EXPECTED = ("a list of queries as PutMetricAlarm's Metrics takes them: o
                     "(the one that returns data) and the {id, metric, stat} it reads")
 
 
-def alarm_queries(alarm: dict[str, Any], f: Path | None = None) -> list[dict[str, Any]]:
+def alarm_queries(alarm: dict[str, Any], f: Path | None = None, lb_type: str = "application") -> list[dict[str, Any]]:
     """A metric-math alarm's `metrics`, validated: exactly one
     `{id, expression, label}` and the `{id, metric, stat, label}` it reads,
-    each of them read by the expression. Returns the entries as given."""
+    each of them read by the expression (metrics of a load balancer of
+    `lb_type`). Returns the entries as given."""
     f = f or Path("world.yaml")
     queries = alarm.get("metrics")
     if not isinstance(queries, list) or not queries:
@@ -245,7 +263,7 @@ def alarm_queries(alarm: dict[str, Any], f: Path | None = None) -> list[dict[str
             _require(query, "metric", f, where, "the metric this query reads, e.g. HTTPCode_Target_5XX_Count (or an expression)")
             statistic_kind(_require(query, "stat", f, where, "the metric's stat: Sum, Average, SampleCount, Minimum, Maximum or p99"),
                            f, f"{where}.stat")
-            validate_alarm_metric(f, alarm, query["metric"], f"{where}.metric")
+            validate_alarm_metric(f, alarm, query["metric"], f"{where}.metric", lb_type)
         query_id = _require(query, "id", f, where, "an id such as e1 or errors")
         if not isinstance(query_id, str) or not QUERY_ID.match(query_id):
             raise WorldError(f, f"{where}.id", "an id as CloudWatch takes it: a lowercase letter, then letters, digits or _", query_id)
@@ -289,6 +307,117 @@ ALB_METRICS_PER_LOAD_BALANCER = ("RequestCount", "TargetResponseTime", "HTTPCode
                                  "HTTPCode_ELB_503_Count", "HTTPCode_ELB_504_Count", "RejectedConnectionCount")
 ALB_NAMESPACE = "AWS/ApplicationELB"
 ELB_5XX_CODES = (502, 503, 504)
+
+# A Network Load Balancer (load_balancer.type: network) passes TCP, TLS and
+# UDP flows through without reading requests: it publishes flows, bytes and
+# TCP resets in AWS/NetworkELB, never request counts, latency or HTTP codes.
+# Per target group (LoadBalancer + TargetGroup), most also summed per load
+# balancer; the resets the load balancer itself or the clients send, and
+# source-port exhaustion, per load balancer only.
+NLB_NAMESPACE = "AWS/NetworkELB"
+NLB_METRICS_PER_TARGET_GROUP = ("NewFlowCount", "ActiveFlowCount", "ProcessedBytes", "TCP_Target_Reset_Count",
+                                "HealthyHostCount", "UnHealthyHostCount")
+NLB_METRICS_PER_LOAD_BALANCER = ("NewFlowCount", "ActiveFlowCount", "ProcessedBytes", "TCP_Target_Reset_Count",
+                                 "TCP_ELB_Reset_Count", "TCP_Client_Reset_Count", "PortAllocationErrorCount")
+LOAD_BALANCER_TYPES = ("application", "network")
+NAMESPACES = {"application": ALB_NAMESPACE, "network": NLB_NAMESPACE}
+# What each type publishes: (per target group, per load balancer).
+PUBLISHED = {"application": (ALB_METRICS_PER_TARGET_GROUP, ALB_METRICS_PER_LOAD_BALANCER),
+             "network": (NLB_METRICS_PER_TARGET_GROUP, NLB_METRICS_PER_LOAD_BALANCER)}
+# load_balancer levels only a network load balancer has, and the metric each makes.
+NLB_LOAD_BALANCER_LEVELS = {"elb_resets_per_minute": "TCP_ELB_Reset_Count",
+                            "client_resets_per_minute": "TCP_Client_Reset_Count",
+                            "port_allocation_errors_per_minute": "PortAllocationErrorCount"}
+NLB_GROUP_LEVELS = ("new_flows_per_minute", "active_flows", "bytes_per_minute", "target_resets_per_minute")
+NLB_PROTOCOLS = ("TCP", "TLS", "UDP", "TCP_UDP")
+# Without active_flows, a flow lasts this long on average (Little's law:
+# concurrent flows = new flows per second x seconds each lasts).
+DEFAULT_FLOW_SECONDS = 30
+# Without bytes_per_minute, each new flow carries this much (both directions).
+DEFAULT_BYTES_PER_FLOW = 16384
+# What an NLB world may not say, and why: the HTTP side of an ALB.
+HTTP_ONLY_GROUP_METRICS = ("requests_per_minute", "latency", "slow_requests", "http_5xx_per_minute",
+                           "http_4xx_per_minute", "elb_5xx_per_minute")
+NOT_ON_NLB = ("a network load balancer passes TCP flows through and never sees HTTP requests, latency or "
+              "status codes; give new_flows_per_minute, active_flows, bytes_per_minute or target_resets_per_minute")
+
+
+def load_balancer_type(world: "World") -> str:
+    """`application` (the default) or `network`."""
+    return world.spec["load_balancer"].get("type", "application")
+
+
+def metrics_namespace(world: "World") -> str:
+    """Where the world's load balancer publishes: AWS/ApplicationELB or AWS/NetworkELB."""
+    return NAMESPACES[load_balancer_type(world)]
+
+
+def validate_network_load_balancer(f: Path, lb: dict[str, Any]) -> None:
+    """The load balancer's own fields for `type: network`: its reset and
+    port-allocation levels; no ALB-only ones."""
+    if "rejected_connections_per_minute" in lb:
+        raise WorldError(f, "load_balancer.rejected_connections_per_minute",
+                         "nothing here on a network load balancer: RejectedConnectionCount is an ALB's (an NLB does "
+                         "not refuse connections at a connection limit); use elb_resets_per_minute, "
+                         "client_resets_per_minute or port_allocation_errors_per_minute", lb["rejected_connections_per_minute"])
+    for key in NLB_LOAD_BALANCER_LEVELS:
+        if key in lb:
+            validate_level(f, f"load_balancer.{key}", lb[key])
+    ports: dict[int, str] = {}
+    for i, tg in enumerate(lb["target_groups"]):
+        port = tg.get("listener_port", tg.get("port", 80)) if isinstance(tg, dict) else None
+        if not (isinstance(port, int) and 1 <= port <= 65535):
+            raise WorldError(f, f"load_balancer.target_groups[{i}].listener_port", "a port number from 1 to 65535", port)
+        if port in ports:
+            raise WorldError(f, f"load_balancer.target_groups[{i}].listener_port",
+                             f"a listener port no other group uses (an NLB forwards each listener port to one group; "
+                             f"{port} is already {ports[port]}'s: set listener_port)", port)
+        ports[port] = str(tg.get("name"))
+
+
+def validate_network_target_group(f: Path, where: str, tg: dict[str, Any]) -> None:
+    """A target group of a network load balancer: a TCP, TLS or UDP protocol,
+    a TCP health check, flow levels, and none of the ALB's HTTP fields."""
+    protocol = tg.get("protocol", "TCP")
+    if protocol not in NLB_PROTOCOLS:
+        raise WorldError(f, f"{where}.protocol", f"{', '.join(NLB_PROTOCOLS)} on a network load balancer (TCP by default)", protocol)
+    if tg.get("algorithm", "round_robin") != "round_robin":
+        raise WorldError(f, f"{where}.algorithm", "round_robin (or nothing) on a network load balancer: it hashes each "
+                         "flow onto a target and has no routing algorithm to choose", tg["algorithm"])
+    if "health_check_path" in tg:
+        raise WorldError(f, f"{where}.health_check_path", "nothing here on a network load balancer: its health checks "
+                         "are TCP connections, with no path", tg["health_check_path"])
+    attributes = _only_keys(tg.get("attributes", {}), f, f"{where}.attributes", ("slow_start", "deregistration_delay"),
+                            "{deregistration_delay: SECONDS}")
+    if attributes.get("slow_start", 0) != 0:
+        raise WorldError(f, f"{where}.attributes.slow_start", "0 or nothing on a network load balancer: slow start "
+                         "is an ALB's", attributes["slow_start"])
+    if not (isinstance(attributes.get("deregistration_delay", 300), int) and 0 <= attributes.get("deregistration_delay", 300) <= 3600):
+        raise WorldError(f, f"{where}.attributes.deregistration_delay", "whole seconds from 0 to 3600", attributes.get("deregistration_delay"))
+    validate_targets(f, where, tg)
+    if "health_check" in tg:
+        check = tg["health_check"]
+        if not isinstance(check, dict):
+            raise WorldError(f, f"{where}.health_check", f"a mapping of {', '.join(HEALTH_CHECK_FIELDS)}", check)
+        for key in ("path", "matcher"):
+            if key in check:
+                raise WorldError(f, f"{where}.health_check.{key}", f"no {key} on a network load balancer: its health "
+                                 "check opens a TCP connection to the target and reads no HTTP answer", check[key])
+        if check.get("protocol", "TCP") != "TCP":
+            raise WorldError(f, f"{where}.health_check.protocol", "TCP on a network load balancer (the default)", check["protocol"])
+        validate_health_check(f, f"{where}.health_check", {k: v for k, v in check.items() if k != "protocol"}, network=True)
+    metrics = _require(tg, "metrics", f, where, "a metrics mapping (new_flows_per_minute, ...)")
+    if not isinstance(metrics, dict):
+        raise WorldError(f, f"{where}.metrics", "a mapping of new_flows_per_minute, active_flows, bytes_per_minute, "
+                         "target_resets_per_minute", metrics)
+    for key in HTTP_ONLY_GROUP_METRICS:
+        if key in metrics:
+            raise WorldError(f, f"{where}.metrics.{key}", f"nothing here: {NOT_ON_NLB}", metrics[key])
+    _only_keys(metrics, f, f"{where}.metrics", NLB_GROUP_LEVELS, "a mapping of network load balancer levels")
+    _require(metrics, "new_flows_per_minute", f, f"{where}.metrics", "a level such as {base: 900} (NewFlowCount)")
+    for key in NLB_GROUP_LEVELS:
+        if key in metrics:
+            validate_level(f, f"{where}.metrics.{key}", metrics[key])
 
 
 def _is_number(value: Any) -> bool:
@@ -340,6 +469,14 @@ def _elb_code(code: Any) -> int | None:
         return None
 
 
+def validate_targets(f: Path, where: str, tg: dict[str, Any]) -> None:
+    """A target group's `targets`: their health and health schedules."""
+    for j, target in enumerate(tg.get("targets", [])):
+        if target.get("health", "healthy") not in TARGET_STATES:
+            raise WorldError(f, f"{where}.targets[{j}].health", TARGET_STATES_TEXT, target.get("health"))
+        validate_health_schedule(f, f"{where}.targets[{j}].health_schedule", target.get("health_schedule", []))
+
+
 def validate_health_schedule(f: Path, field: str, schedule: Any) -> None:
     """`[{at, state, reason, description}]`: a target's health over time."""
     if not isinstance(schedule, list):
@@ -367,7 +504,7 @@ HEALTH_CHECK_FIELDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 
 
-def validate_health_check(f: Path, field: str, spec: Any) -> None:
+def validate_health_check(f: Path, field: str, spec: Any, network: bool = False) -> None:
     if not isinstance(spec, dict):
         raise WorldError(f, field, f"a mapping of {', '.join(HEALTH_CHECK_FIELDS)}", spec)
     for key, value in spec.items():
@@ -376,31 +513,46 @@ def validate_health_check(f: Path, field: str, spec: Any) -> None:
         expected, check = HEALTH_CHECK_FIELDS[key]
         if not check(value):
             raise WorldError(f, f"{field}.{key}", expected, value)
-    # The ALB refuses a timeout that is not shorter than the interval (defaults 5 s and 30 s).
-    if spec.get("timeout", 5) >= spec.get("interval", 30):
-        raise WorldError(f, f"{field}.timeout", f"fewer seconds than the interval ({spec.get('interval', 30)})", spec.get("timeout", 5))
+    # The load balancer refuses a timeout that is not shorter than the interval
+    # (defaults 5 s and 30 s for an ALB's HTTP check, 10 s and 30 s for an NLB's TCP check).
+    timeout = spec.get("timeout", 10 if network else 5)
+    if timeout >= spec.get("interval", 30):
+        raise WorldError(f, f"{field}.timeout", f"fewer seconds than the interval ({spec.get('interval', 30)})", timeout)
 
 
-def validate_alarm_metric(f: Path, alarm: dict[str, Any], metric: Any = None, field: str = "alarm.metric") -> None:
-    """An ALB alarm watches a metric the world publishes, at a level it is
+def alarm_namespace(alarm: dict[str, Any], lb_type: str = "application") -> str:
+    """The alarm's namespace: as given, else its load balancer's (AWS/ApplicationELB or AWS/NetworkELB)."""
+    return alarm.get("namespace", NAMESPACES.get(lb_type, ALB_NAMESPACE))
+
+
+def validate_alarm_metric(f: Path, alarm: dict[str, Any], metric: Any = None, field: str = "alarm.metric",
+                          lb_type: str = "application") -> None:
+    """A load balancer alarm watches a metric the world publishes, in the
+    namespace of the world's load balancer (`lb_type`), at a level it is
     published at; an alarm in another namespace names its own dimensions.
     `metric` is one query's metric of a metric-math alarm (`field` names it);
     else the alarm's own."""
-    namespace = alarm.get("namespace", ALB_NAMESPACE)
+    namespace = alarm_namespace(alarm, lb_type)
     if not isinstance(namespace, str) or not namespace:
         raise WorldError(f, "alarm.namespace", "a CloudWatch namespace such as AWS/ApplicationELB", namespace)
     dimensions = alarm.get("dimensions")
     if dimensions is not None and not (isinstance(dimensions, dict) and dimensions):
         raise WorldError(f, "alarm.dimensions", "a mapping of dimension name to value", dimensions)
-    if namespace != ALB_NAMESPACE:
+    own = NAMESPACES.get(lb_type, ALB_NAMESPACE)
+    if namespace in NAMESPACES.values() and namespace != own:
+        raise WorldError(f, "alarm.namespace", f"{own} (or nothing): the world's load balancer is of type {lb_type} "
+                         f"and publishes nothing in {namespace}", namespace)
+    if namespace != own:
         if dimensions is None:
             raise WorldError(f, "alarm.dimensions", f"the alarm's dimensions (namespace {namespace} has no load balancer dimension)")
         return
     metric = alarm["metric"] if metric is None else metric
-    published = ALB_METRICS_PER_TARGET_GROUP if alarm.get("target_group") else ALB_METRICS_PER_LOAD_BALANCER
+    per_group, per_load_balancer = PUBLISHED[lb_type]
+    published = per_group if alarm.get("target_group") else per_load_balancer
     if metric not in published:
         scope = "per target group (alarm.target_group is set)" if alarm.get("target_group") else "per load balancer (no alarm.target_group)"
-        raise WorldError(f, field, f"an ALB metric published {scope}: {', '.join(published)}", metric)
+        what = "an ALB" if lb_type == "application" else "an NLB"
+        raise WorldError(f, field, f"{what} metric published {scope}: {', '.join(published)}", metric)
 
 
 POD_GROUP_KEYS = ("namespace", "container", "names", "cpu_cores", "throttled_share", "memory_mib", "cpu_limit_cores", "per_pod")
@@ -707,6 +859,49 @@ def rejected_connection_minutes(world: World, minutes: int) -> list[tuple[dateti
     return out
 
 
+def flow_minutes(world: World, tg: dict[str, Any], minutes: int) -> list[dict[str, Any]]:
+    """Per-minute figures for one target group of a network load balancer,
+    oldest first: new flows, the average of concurrent flows, bytes processed
+    and the TCP resets the targets sent. Without their own levels, active
+    flows follow from new flows (each lasting DEFAULT_FLOW_SECONDS) and bytes
+    from new flows (DEFAULT_BYTES_PER_FLOW each)."""
+    rng = random.Random(f"{world.spec.get('seed', 1)}/{tg['name']}/flows")
+    windows = bursts(world) if tg.get("bursts", True) else []
+    metrics = tg["metrics"]
+    out = []
+    for i in range(minutes, 0, -1):
+        t = world.now - timedelta(minutes=i)
+        at = t - world.now
+        burst = in_burst(windows, t)
+        new = _level(metrics["new_flows_per_minute"], burst, i, rng, at)
+        active = (_level(metrics["active_flows"], burst, i, rng, at) if "active_flows" in metrics
+                  else new * DEFAULT_FLOW_SECONDS / 60)
+        processed = (_level(metrics["bytes_per_minute"], burst, i, rng, at) if "bytes_per_minute" in metrics
+                     else new * DEFAULT_BYTES_PER_FLOW)
+        resets = _level(metrics.get("target_resets_per_minute", 0), burst, i, rng, at)
+        out.append({"timestamp": t, "new_flows": int(round(new)), "active_flows": round(active, 1),
+                    "bytes": int(round(processed)), "target_resets": int(round(resets))})
+    return out
+
+
+def nlb_load_balancer_minutes(world: World, minutes: int) -> list[dict[str, Any]]:
+    """A network load balancer's own figures per minute, oldest first: the
+    resets it sent itself (TCP_ELB_Reset_Count), those clients sent
+    (TCP_Client_Reset_Count) and its PortAllocationErrorCount, each 0 unless
+    the world gives a level."""
+    lb = world.spec["load_balancer"]
+    rng = random.Random(f"{world.spec.get('seed', 1)}/{lb['name']}/nlb")
+    windows = bursts(world)
+    out = []
+    for i in range(minutes, 0, -1):
+        t = world.now - timedelta(minutes=i)
+        burst = in_burst(windows, t)
+        figures = {metric: int(round(_level(lb.get(key, 0), burst, i, rng, t - world.now)))
+                   for key, metric in NLB_LOAD_BALANCER_LEVELS.items()}
+        out.append({"timestamp": t, **figures})
+    return out
+
+
 # --- target health -------------------------------------------------------------------
 
 def target_health(world: World, target: dict[str, Any], t: datetime) -> tuple[str, str | None, str | None]:
@@ -740,7 +935,7 @@ def tg_dimension(arn: str) -> str:
 
 
 def lb_dimension(arn: str) -> str:
-    """app/<name>/<id>, the LoadBalancer dimension value."""
+    """app/<name>/<id> (net/<name>/<id> for a network load balancer), the LoadBalancer dimension value."""
     return arn.split(":loadbalancer/", 1)[1]
 
 

@@ -2,6 +2,7 @@
 //! chat) is rendered from. Versioned by [`SCHEMA`]; the JSON Schema lives in
 //! `schema/diagnosis-v1.schema.json` and every diagnosis we produce is tested against it.
 
+mod alarm_facts;
 pub mod finding;
 pub mod summary;
 
@@ -11,10 +12,11 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::alarm::{AlarmKind, AlarmNotification, AlarmState, Dimension};
+use crate::alarm::AlarmNotification;
 use crate::classify::Classification;
 
 pub use crate::evidence::model::{EvidenceGap, SourceTiming, Timings};
+pub use alarm_facts::AlarmFacts;
 pub use finding::{Evidence, Facts, Finding, FindingId};
 
 /// The schema identifier written into every diagnosis.
@@ -93,117 +95,6 @@ impl Verdict {
             Verdict::Refuted => "refuted",
             Verdict::Inconclusive => "inconclusive",
         }
-    }
-}
-
-/// The alarm as the diagnosis describes it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AlarmFacts {
-    pub name: String,
-    pub arn: Option<String>,
-    pub description: Option<String>,
-    /// Region code from the ARN (`eu-west-1`).
-    pub region: Option<String>,
-    /// Region display name from the notification (`Europe (Ireland)`).
-    pub region_name: String,
-    pub account: String,
-    pub kind: AlarmKind,
-    pub old_state: AlarmState,
-    pub new_state: AlarmState,
-    pub state_change_time: DateTime<Utc>,
-    pub reason: String,
-    /// What is watched, in one line.
-    pub metric: String,
-    pub namespace: Option<String>,
-    pub metric_name: Option<String>,
-    pub dimensions: Vec<Dimension>,
-    pub expression: Option<String>,
-    pub statistic: Option<String>,
-    pub comparison: Option<String>,
-    pub threshold: Option<f64>,
-    pub period_seconds: Option<u32>,
-    pub evaluation_periods: Option<u32>,
-    pub datapoints_to_alarm: Option<u32>,
-    pub treat_missing_data: Option<String>,
-    pub alarm_rule: Option<String>,
-}
-
-impl AlarmFacts {
-    pub fn from_notification(n: &AlarmNotification) -> Self {
-        let trigger = n.trigger.as_ref();
-        let metric = n.primary_metric();
-        AlarmFacts {
-            name: n.alarm_name.clone(),
-            arn: n.alarm_arn.clone(),
-            description: n.alarm_description.clone().filter(|d| !d.trim().is_empty()),
-            region: n.region_code().map(str::to_owned),
-            region_name: n.region.clone(),
-            account: n.aws_account_id.clone(),
-            kind: n.kind(),
-            old_state: n.old_state_value,
-            new_state: n.new_state_value,
-            state_change_time: n.state_change_time.0,
-            reason: n.new_state_reason.clone(),
-            metric: n.describe_metric(),
-            namespace: metric.as_ref().and_then(|m| m.namespace.clone()),
-            metric_name: metric.as_ref().and_then(|m| m.metric_name.clone()),
-            dimensions: metric.map(|m| m.dimensions).unwrap_or_default(),
-            expression: n.expression().map(str::to_owned),
-            statistic: n.statistic(),
-            comparison: trigger.and_then(|t| t.comparison_operator.clone()),
-            threshold: trigger.and_then(|t| t.threshold),
-            period_seconds: n.period_seconds(),
-            evaluation_periods: trigger.and_then(|t| t.evaluation_periods),
-            datapoints_to_alarm: trigger
-                .and_then(|t| t.datapoints_to_alarm.or(t.evaluation_periods)),
-            treat_missing_data: n.treat_missing_data().map(str::to_owned),
-            alarm_rule: n.alarm_rule.clone(),
-        }
-    }
-
-    /// Fills what the notification did not carry from the alarm's definition
-    /// (DescribeAlarms): an EventBridge event has no comparison or evaluation
-    /// counts, and its reason does not always spell them out. What the
-    /// notification said wins: the definition may have changed since.
-    pub fn complete_from(&mut self, definition: &crate::evidence::model::AlarmDefinition) {
-        fn fill<T: Clone>(slot: &mut Option<T>, from: &Option<T>) {
-            if slot.is_none() {
-                slot.clone_from(from);
-            }
-        }
-        fill(&mut self.statistic, &definition.statistic);
-        fill(&mut self.comparison, &definition.comparison);
-        fill(&mut self.threshold, &definition.threshold);
-        fill(&mut self.period_seconds, &definition.period_seconds);
-        fill(&mut self.evaluation_periods, &definition.evaluation_periods);
-        fill(
-            &mut self.datapoints_to_alarm,
-            &definition.datapoints_to_alarm,
-        );
-        fill(
-            &mut self.datapoints_to_alarm,
-            &definition.evaluation_periods,
-        );
-    }
-
-    /// The facts of `notification`, completed from the definition the evidence holds.
-    pub fn of(
-        notification: &AlarmNotification,
-        evidence: &crate::evidence::GatheredEvidence,
-    ) -> Self {
-        let mut facts = AlarmFacts::from_notification(notification);
-        if let Some(Some(definition)) = &evidence.definition {
-            facts.complete_from(definition);
-        }
-        facts
-    }
-
-    /// The value of a dimension of the watched metric.
-    pub fn dimension(&self, name: &str) -> Option<&str> {
-        self.dimensions
-            .iter()
-            .find(|d| d.name == name)
-            .map(|d| d.value.as_str())
     }
 }
 
@@ -346,14 +237,17 @@ mod tests {
             "the notification's own threshold wins"
         );
         assert_eq!(
-            facts.comparison.as_deref(),
-            Some("GreaterThanOrEqualToThreshold")
+            facts.comparison,
+            Some(crate::alarm::facts::Comparison::GreaterThanOrEqual)
         );
         assert_eq!(
             (facts.evaluation_periods, facts.datapoints_to_alarm),
             (Some(5), Some(3))
         );
-        assert_eq!(facts.statistic.as_deref(), Some("p99"));
+        assert_eq!(
+            facts.statistic,
+            Some(crate::alarm::facts::Statistic::Percentile(99.0))
+        );
     }
 
     #[test]

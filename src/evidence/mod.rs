@@ -5,6 +5,7 @@
 
 #[cfg(any(test, feature = "test-util"))]
 pub mod fake;
+pub mod family;
 pub mod model;
 pub mod service_map;
 pub mod workload;
@@ -15,7 +16,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::alarm::{AlarmNotification, Dimension};
+use crate::alarm::facts::{AlarmArn, MetricRef, Statistic};
+use crate::diagnosis::AlarmFacts;
 use crate::error::Result;
 use crate::history::AlarmHistory;
 use model::{
@@ -198,13 +200,13 @@ impl Default for Budget {
 pub struct Statistics {
     pub period_seconds: u32,
     /// The statistic the alarm evaluates (`Average`, `p99`, ...).
-    pub alarm_statistic: String,
+    pub alarm_statistic: Statistic,
     pub alarm_stat: MetricSeries,
     pub average: MetricSeries,
     pub p50: MetricSeries,
     pub p99: MetricSeries,
     pub maximum: MetricSeries,
-    /// Requests per period: `RequestCount` for load balancers, else the metric's `SampleCount`.
+    /// Traffic per period: the family's (`RequestCount`, `NewFlowCount`), else the metric's `SampleCount`.
     pub requests: MetricSeries,
     pub requests_metric: String,
     /// A rate alarm: `alarm_stat` is already the metric per request times this.
@@ -228,8 +230,10 @@ pub struct GroupEvidence {
     pub p50: MetricSeries,
     pub p99: MetricSeries,
     pub maximum: MetricSeries,
+    /// Requests (ALB) or new flows (NLB): the group's traffic.
     pub requests: MetricSeries,
-    pub errors_5xx: MetricSeries,
+    /// Failures the targets answered or caused: 5xx (ALB), TCP resets (NLB).
+    pub target_errors: MetricSeries,
     pub unhealthy_hosts: MetricSeries,
     /// HealthyHostCount (minimum per period).
     pub healthy_hosts: MetricSeries,
@@ -248,9 +252,10 @@ pub struct AlbEvidence {
     pub services: std::collections::BTreeMap<String, service_map::ServiceRef>,
 }
 
-/// 5xx counts per period for the whole load balancer. The ones the load
-/// balancer generates itself (no target answered in time, none healthy, a
-/// connection reset) exist per load balancer only, never per target group.
+/// Failures per period for the whole load balancer: 5xx for an ALB, TCP
+/// resets for an NLB (which has no 502/503/504). The ones the load balancer
+/// generates itself (no target answered in time, none healthy, a connection
+/// reset) exist per load balancer only, never per target group.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoadBalancerErrors {
     /// `HTTPCode_Target_5XX_Count`: answered by the targets.
@@ -263,45 +268,6 @@ pub struct LoadBalancerErrors {
     pub elb_503: MetricSeries,
     /// 504 Gateway Timeout: the target did not answer within the idle timeout.
     pub elb_504: MetricSeries,
-}
-
-/// The five queries of [`LoadBalancerErrors`], in its field order.
-pub fn load_balancer_error_queries(lb_dimension: &str, period_seconds: u32) -> Vec<MetricQuery> {
-    [
-        ("lb_target_5xx", "HTTPCode_Target_5XX_Count"),
-        ("lb_elb_5xx", "HTTPCode_ELB_5XX_Count"),
-        ("lb_elb_502", "HTTPCode_ELB_502_Count"),
-        ("lb_elb_503", "HTTPCode_ELB_503_Count"),
-        ("lb_elb_504", "HTTPCode_ELB_504_Count"),
-    ]
-    .into_iter()
-    .map(|(id, metric_name)| MetricQuery {
-        id: id.to_owned(),
-        namespace: "AWS/ApplicationELB".to_owned(),
-        metric_name: metric_name.to_owned(),
-        dimensions: vec![Dimension {
-            name: "LoadBalancer".to_owned(),
-            value: lb_dimension.to_owned(),
-        }],
-        stat: "Sum".to_owned(),
-        period_seconds,
-    })
-    .collect()
-}
-
-impl LoadBalancerErrors {
-    /// The answers to [`load_balancer_error_queries`], in their order.
-    pub fn from_series(series: impl IntoIterator<Item = MetricSeries>) -> Self {
-        let mut series = series.into_iter();
-        let mut next = || series.next().unwrap_or_default();
-        LoadBalancerErrors {
-            target_5xx: next(),
-            elb_5xx: next(),
-            elb_502: next(),
-            elb_503: next(),
-            elb_504: next(),
-        }
-    }
 }
 
 /// What the evidence gathering brought back.
@@ -325,6 +291,8 @@ pub struct GatheredEvidence {
 pub struct Plan {
     /// The single metric the alarm watches (none for composite and multi-metric math).
     pub metric: Option<PlannedMetric>,
+    /// The kind of load balancer the metric belongs to, when the breakdown knows it.
+    pub family: Option<&'static family::LoadBalancerFamily>,
     /// The `LoadBalancer` dimension, for ALB alarms without a `TargetGroup` dimension.
     pub load_balancer_dimension: Option<String>,
     /// The load balancer's ARN, built from the dimension and the alarm's
@@ -337,61 +305,57 @@ pub struct Plan {
 /// The alarm's metric, as queries need it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedMetric {
-    pub namespace: String,
-    pub metric_name: String,
-    pub dimensions: Vec<Dimension>,
-    pub statistic: String,
+    pub metric: MetricRef,
+    pub statistic: Statistic,
     pub period_seconds: u32,
     /// A rate alarm (`100 * errors / requests`): the alarm's value is this
     /// metric per request (RequestCount), times this constant.
     pub per_request_scale: Option<f64>,
 }
 
-/// Decides what to read for `alarm`.
-pub fn plan(alarm: &AlarmNotification) -> Plan {
+/// Decides what to read for `alarm`: its one metric, and for a load
+/// balancer's metric the family and the load balancer (its ARN built from the
+/// alarm's, which saves a DescribeLoadBalancers round trip).
+pub fn plan(alarm: &AlarmFacts) -> Plan {
     let mut notes = Vec::new();
-    let metric = alarm.primary_metric().and_then(|m| {
-        Some(PlannedMetric {
-            namespace: m.namespace?,
-            metric_name: m.metric_name?,
-            dimensions: m.dimensions,
-            statistic: alarm.statistic().unwrap_or_else(|| "Average".to_owned()),
-            period_seconds: alarm.period_seconds().unwrap_or(60),
-            per_request_scale: alarm.per_request_scale(),
-        })
+    let metric = alarm.watched.clone().map(|metric| PlannedMetric {
+        metric,
+        statistic: alarm.evaluated_statistic(),
+        period_seconds: alarm.period(),
+        per_request_scale: alarm.per_request_scale,
     });
     if metric.is_none() {
-        notes.push(match alarm.kind() {
+        notes.push(match alarm.kind {
             crate::alarm::AlarmKind::Composite => "composite alarm: its children carry the metrics; diagnose the child alarm that fired".to_owned(),
             _ => "the alarm combines several metrics: no single metric to break down".to_owned(),
         });
     }
+    let family = metric
+        .as_ref()
+        .and_then(|m| family::for_namespace(&m.metric.namespace));
     let mut load_balancer_dimension = None;
     if let Some(m) = &metric {
-        let lb = m.dimensions.iter().find(|d| d.name == "LoadBalancer");
-        let tg = m.dimensions.iter().any(|d| d.name == "TargetGroup");
-        match (m.namespace.as_str(), lb, tg) {
-            ("AWS/ApplicationELB", Some(lb), false) => load_balancer_dimension = Some(lb.value.clone()),
-            // An alarm on one group: that group is the culprit; the others are read to compare.
-            ("AWS/ApplicationELB", Some(lb), true) => load_balancer_dimension = Some(lb.value.clone()),
-            ("AWS/ApplicationELB", None, _) => notes.push(
+        match (family, m.metric.dimension("LoadBalancer")) {
+            // An alarm on one group names it; the others are still read to compare.
+            (Some(_), Some(lb)) => load_balancer_dimension = Some(lb.to_owned()),
+            (Some(_), None) => notes.push(
                 "the metric has no LoadBalancer dimension: no target-group breakdown".to_owned(),
             ),
-            (namespace, _, _) => notes.push(format!(
-                "no specialised enrichment exists yet for {namespace} alarms; only the alarm's history and its own metric were examined"
+            (None, _) => notes.push(format!(
+                "no specialised enrichment exists yet for {} alarms; only the alarm's history and its own metric were examined",
+                m.metric.namespace
             )),
         }
     }
-    let load_balancer_arn = load_balancer_dimension.as_ref().and_then(|dimension| {
-        let arn = alarm.alarm_arn.as_deref()?;
-        let mut parts = arn.split(':');
-        let (partition, region, account) = (parts.nth(1)?, parts.nth(1)?, parts.next()?);
-        Some(format!(
-            "arn:{partition}:elasticloadbalancing:{region}:{account}:loadbalancer/{dimension}"
-        ))
-    });
+    let load_balancer_arn = load_balancer_dimension
+        .as_ref()
+        .zip(alarm.arn.as_ref())
+        .map(|(dimension, arn): (&String, &AlarmArn)| {
+            arn.sibling("elasticloadbalancing", &format!("loadbalancer/{dimension}"))
+        });
     Plan {
         metric,
+        family: family.filter(|_| load_balancer_dimension.is_some()),
         load_balancer_dimension,
         load_balancer_arn,
         notes,
@@ -403,44 +367,44 @@ pub fn plan(alarm: &AlarmNotification) -> Plan {
 pub fn statistics_queries(metric: &PlannedMetric) -> Vec<MetricQuery> {
     let query = |id: &str, metric_name: &str, stat: &str| MetricQuery {
         id: id.to_owned(),
-        namespace: metric.namespace.clone(),
+        namespace: metric.metric.namespace.clone(),
         metric_name: metric_name.to_owned(),
-        dimensions: metric.dimensions.clone(),
+        dimensions: metric.metric.dimensions.clone(),
         stat: stat.to_owned(),
         period_seconds: metric.period_seconds,
     };
     let (requests_metric, requests_stat) = requests_metric(metric);
+    let name = &metric.metric.name;
     vec![
-        query("alarm_stat", &metric.metric_name, &metric.statistic),
-        query("average", &metric.metric_name, "Average"),
-        query("p50", &metric.metric_name, "p50"),
-        query("p99", &metric.metric_name, "p99"),
-        query("maximum", &metric.metric_name, "Maximum"),
+        query("alarm_stat", name, &metric.statistic.to_string()),
+        query("average", name, "Average"),
+        query("p50", name, "p50"),
+        query("p99", name, "p99"),
+        query("maximum", name, "Maximum"),
         query("requests", &requests_metric, requests_stat),
     ]
 }
 
+/// The traffic behind the metric: the family's, else the metric's own sample count.
 fn requests_metric(metric: &PlannedMetric) -> (String, &'static str) {
-    if metric.namespace == "AWS/ApplicationELB" {
-        ("RequestCount".to_owned(), "Sum")
-    } else {
-        (metric.metric_name.clone(), "SampleCount")
+    match family::for_namespace(&metric.metric.namespace) {
+        Some(family) => (family.traffic.to_owned(), "Sum"),
+        None => (metric.metric.name.clone(), "SampleCount"),
     }
 }
 
-/// The statistics from the answers to [`statistics_queries`], in their order.
+/// The statistics from the answers to [`statistics_queries`], by query id.
 pub fn statistics_from(metric: &PlannedMetric, series: Vec<MetricSeries>) -> Statistics {
-    let mut series = series.into_iter();
-    let mut next = || series.next().unwrap_or_default();
+    let mut answers = family::Answers::new(series);
     let mut stats = Statistics {
         period_seconds: metric.period_seconds,
         alarm_statistic: metric.statistic.clone(),
-        alarm_stat: next(),
-        average: next(),
-        p50: next(),
-        p99: next(),
-        maximum: next(),
-        requests: next(),
+        alarm_stat: answers.take("alarm_stat"),
+        average: answers.take("average"),
+        p50: answers.take("p50"),
+        p99: answers.take("p99"),
+        maximum: answers.take("maximum"),
+        requests: answers.take("requests"),
         requests_metric: requests_metric(metric).0,
         per_request_scale: metric.per_request_scale,
     };
@@ -464,51 +428,6 @@ pub fn per_request(series: &MetricSeries, requests: &MetricSeries, scale: f64) -
             })
             .collect(),
     }
-}
-
-/// How many queries [`group_queries`] makes per target group.
-pub const GROUP_QUERIES: usize = 8;
-
-/// Eight queries per target group, in this order: the alarm's metric at the
-/// alarm's statistic, the response time at p50, p99 and Maximum, then RequestCount,
-/// HTTPCode_Target_5XX_Count, UnHealthyHostCount (maximum) and HealthyHostCount
-/// (minimum: a group whose targets all left, draining or never registered,
-/// has none healthy although none is unhealthy).
-pub fn group_queries(
-    metric: &PlannedMetric,
-    lb_dimension: &str,
-    groups: &[TargetGroup],
-) -> Vec<MetricQuery> {
-    let mut out = Vec::with_capacity(groups.len() * GROUP_QUERIES);
-    for (i, group) in groups.iter().enumerate() {
-        let dimensions = vec![
-            Dimension {
-                name: "LoadBalancer".to_owned(),
-                value: lb_dimension.to_owned(),
-            },
-            Dimension {
-                name: "TargetGroup".to_owned(),
-                value: group.dimension.clone(),
-            },
-        ];
-        let query = |suffix: &str, metric_name: &str, stat: &str| MetricQuery {
-            id: format!("g{i}_{suffix}"),
-            namespace: "AWS/ApplicationELB".to_owned(),
-            metric_name: metric_name.to_owned(),
-            dimensions: dimensions.clone(),
-            stat: stat.to_owned(),
-            period_seconds: metric.period_seconds,
-        };
-        out.push(query("metric", &metric.metric_name, &metric.statistic));
-        out.push(query("p50", "TargetResponseTime", "p50"));
-        out.push(query("p99", "TargetResponseTime", "p99"));
-        out.push(query("maximum", "TargetResponseTime", "Maximum"));
-        out.push(query("requests", "RequestCount", "Sum"));
-        out.push(query("errors", "HTTPCode_Target_5XX_Count", "Sum"));
-        out.push(query("unhealthy", "UnHealthyHostCount", "Maximum"));
-        out.push(query("healthy", "HealthyHostCount", "Minimum"));
-    }
-    out
 }
 
 #[cfg(test)]

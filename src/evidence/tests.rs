@@ -2,7 +2,7 @@ use super::model::{TargetGroup, TargetType};
 use super::*;
 
 /// An ALB latency alarm on `app/x/1` (shared with the gathering's tests).
-pub(crate) fn alarm() -> AlarmNotification {
+pub(crate) fn alarm() -> crate::alarm::AlarmNotification {
     serde_json::from_str(
         r#"{"AlarmName":"a","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
             "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:a",
@@ -31,7 +31,7 @@ pub(crate) fn groups() -> Vec<TargetGroup> {
 #[test]
 fn the_load_balancer_arn_is_built_from_the_alarm_arn() {
     assert_eq!(
-        plan(&alarm()).load_balancer_arn.as_deref(),
+        plan(&facts(&alarm())).load_balancer_arn.as_deref(),
         Some("arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/app/x/1")
     );
 }
@@ -40,7 +40,7 @@ fn the_load_balancer_arn_is_built_from_the_alarm_arn() {
 fn the_plan_explains_what_does_not_apply() {
     let mut a = alarm();
     a.trigger.as_mut().unwrap().namespace = Some("AWS/SQS".into());
-    let p = plan(&a);
+    let p = plan(&facts(&a));
     assert!(p.load_balancer_dimension.is_none());
     assert!(p.notes[0].contains("AWS/SQS"));
     let mut tg = alarm();
@@ -53,15 +53,20 @@ fn the_plan_explains_what_does_not_apply() {
             value: "targetgroup/t/1".into(),
         });
     // An alarm on one group still reads its load balancer: the group is named, the others compared.
-    let watched = plan(&tg);
+    let watched = plan(&facts(&tg));
     assert!(watched.notes.is_empty(), "{:?}", watched.notes);
     assert!(watched.load_balancer_dimension.is_some());
 }
 
+/// The alarm's facts, as intake parses them.
+pub(crate) fn facts(n: &crate::alarm::AlarmNotification) -> AlarmFacts {
+    AlarmFacts::from_notification(n)
+}
+
 #[test]
 fn group_queries_come_eight_per_group_with_unique_ids() {
-    let metric = plan(&alarm()).metric.unwrap();
-    let queries = group_queries(&metric, "app/x/1", &groups());
+    let metric = plan(&facts(&alarm())).metric.unwrap();
+    let queries = family::APPLICATION.group_queries(&metric, "app/x/1", &groups());
     assert_eq!(queries.len(), 48);
     let mut ids: Vec<_> = queries.iter().map(|q| q.id.clone()).collect();
     ids.sort();
@@ -98,24 +103,22 @@ fn a_rate_alarm_is_planned_as_its_numerator_per_request() {
     .unwrap();
     let message = event["Records"][0]["Sns"]["Message"].as_str().unwrap();
     let alarm: crate::alarm::AlarmNotification = serde_json::from_str(message).unwrap();
-    let metric = plan(&alarm).metric.unwrap();
-    assert_eq!(metric.metric_name, "HTTPCode_Target_5XX_Count");
+    let metric = plan(&facts(&alarm)).metric.unwrap();
+    assert_eq!(metric.metric.name, "HTTPCode_Target_5XX_Count");
     assert_eq!(metric.per_request_scale, Some(100.0));
     // 12 errors in 600 requests: 2 %, as the alarm's expression computes it.
     let t = chrono::DateTime::<chrono::Utc>::UNIX_EPOCH;
-    let series = |v: f64| model::MetricSeries {
-        id: "s".into(),
+    let series = |id: &str, v: f64| model::MetricSeries {
+        id: id.into(),
         points: vec![(t, v)],
     };
+    // Answers come back by id, in whatever order.
     let stats = statistics_from(
         &metric,
         vec![
-            series(12.0),
-            series(0.0),
-            series(0.0),
-            series(0.0),
-            series(0.0),
-            series(600.0),
+            series("requests", 600.0),
+            series("alarm_stat", 12.0),
+            series("average", 0.0),
         ],
     );
     assert_eq!(stats.alarm_stat.at(t), Some(2.0));

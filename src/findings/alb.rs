@@ -5,7 +5,8 @@
 use chrono::{DateTime, Utc};
 
 use super::attribution::{self, Attribution, Combination, Outcome};
-use super::traffic::{breaches, round, to_series};
+use super::traffic::{round, to_series};
+use crate::alarm::facts::{Comparison, MetricFamily, Statistic};
 use crate::diagnosis::summary::{TargetGroupSummary, UnhealthyTarget};
 use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
 use crate::evidence::model::{MetricSeries, TargetType, with_unit};
@@ -46,11 +47,14 @@ fn service_of(alb: &AlbEvidence, group: &GroupEvidence) -> Option<ServiceRef> {
 /// What the breakdown needs to know of the alarm.
 #[derive(Debug, Clone, Copy)]
 pub struct AlarmShape<'a> {
-    /// The alarm's metric name (`TargetResponseTime`, `HTTPCode_Target_5XX_Count`).
-    pub metric: &'a str,
-    pub statistic: &'a str,
+    /// What the alarm's metric measures.
+    pub family: MetricFamily,
+    /// The metric exists per load balancer only (the load balancer's own
+    /// failures): it falls on groups by their health and lost traffic.
+    pub per_load_balancer_only: bool,
+    pub statistic: &'a Statistic,
     pub threshold: f64,
-    pub comparison: &'a str,
+    pub comparison: Comparison,
     pub period_seconds: u32,
     /// The metric's unit, for people (`s`).
     pub unit: &'a str,
@@ -63,7 +67,8 @@ pub struct AlarmShape<'a> {
 
 pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_>) -> AlbAnalysis {
     let AlarmShape {
-        metric,
+        family,
+        per_load_balancer_only,
         statistic,
         threshold,
         comparison,
@@ -74,7 +79,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
     } = shape;
     let per_minute = 60.0 / f64::from(period_seconds.max(1));
     let periods = periods_considered(alb, breach, period_seconds);
-    let lost_traffic = if load_balancer_only(metric) {
+    let lost_traffic = if per_load_balancer_only {
         lost_routable_targets(alb, &periods)
     } else {
         Default::default()
@@ -84,7 +89,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
             .iter()
             .position(|g| g.group.dimension == dimension)
     });
-    let attribution = (watched.is_none() && !load_balancer_only(metric))
+    let attribution = (watched.is_none() && !per_load_balancer_only)
         .then(|| {
             attribution::attribute(&attribution::Question {
                 groups: alb
@@ -115,7 +120,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
             periods
                 .iter()
                 .filter_map(|t| {
-                    if load_balancer_only(metric) {
+                    if per_load_balancer_only {
                         // The load balancer's own errors and refusals are published
                         // per load balancer only: they fall on the group whose
                         // targets were failing (unhealthy host-periods) or that
@@ -128,12 +133,12 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                     let value = g.metric.at(*t)?;
                     // A low alarm (too few healthy hosts, traffic gone) weighs
                     // how far each group fell under the threshold.
-                    if comparison.starts_with("LessThan") {
+                    if !comparison.fires_upwards() {
                         return Some((threshold - value).max(0.0));
                     }
                     Some(match statistic {
-                        "Average" => value * g.requests.at(*t).unwrap_or(0.0),
-                        "Sum" | "SampleCount" => value,
+                        Statistic::Average => value * g.requests.at(*t).unwrap_or(0.0),
+                        Statistic::Sum | Statistic::SampleCount => value,
                         _ => (value - threshold).max(0.0),
                     })
                 })
@@ -184,8 +189,8 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                 share_of_breach: (total > 0.0).then(|| round(weight / total, 3)),
                 baseline: None,
                 without_its_change: None,
-                http_5xx_in_window: (!g.errors_5xx.points.is_empty())
-                    .then(|| g.errors_5xx.points.iter().map(|(_, v)| v).sum()),
+                http_5xx_in_window: (!g.target_errors.points.is_empty())
+                    .then(|| g.target_errors.points.iter().map(|(_, v)| v).sum()),
                 unhealthy_hosts_peak: g.unhealthy_hosts.max(),
                 targets_healthy: healthy,
                 targets_not_healthy: not_healthy,
@@ -216,8 +221,8 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
     // A culprit's chart shows a second statistic beside the alarm's: the tail
     // (p99) for an Average alarm, the median for a percentile one.
     for (summary, g) in summaries.iter_mut().zip(&alb.groups) {
-        if summary.culprit && metric == "TargetResponseTime" {
-            let (name, second) = if statistic == "p99" {
+        if summary.culprit && family == MetricFamily::Latency {
+            let (name, second) = if statistic.percentile() == Some(99.0) {
                 ("p50", &g.p50)
             } else {
                 ("p99", &g.p99)
@@ -230,14 +235,14 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         }
     }
     let findings = vec![
-        if load_balancer_only(metric) {
+        if per_load_balancer_only {
             shared_problem_by_health(&summaries)
         } else if let Some(found) = &attribution {
             shared_problem_by_change(
                 &summaries,
                 found,
                 (threshold, statistic, combination_note(statistic)),
-                (unit, symptom(metric)),
+                (unit, family.symptom()),
             )
         } else {
             shared_problem(
@@ -245,7 +250,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                 threshold,
                 comparison,
                 breach.is_empty(),
-                (unit, symptom(metric)),
+                (unit, family.symptom()),
             )
         },
         unhealthy_targets(&summaries),
@@ -309,7 +314,7 @@ fn lost_routable_targets(
 }
 
 /// Said of a recomputed percentile.
-fn combination_note(statistic: &str) -> &'static str {
+fn combination_note(statistic: &Statistic) -> &'static str {
     if Combination::of(statistic).is_approximate() {
         " (approximated from each group's percentiles weighted by its requests)"
     } else {
@@ -324,7 +329,7 @@ fn combination_note(statistic: &str) -> &'static str {
 fn shared_problem_by_change(
     summaries: &[TargetGroupSummary],
     found: &Attribution,
-    (threshold, statistic, approximation): (f64, &str, &str),
+    (threshold, statistic, approximation): (f64, &Statistic, &str),
     (unit, symptom): (&str, &str),
 ) -> Finding {
     let hypothesis =
@@ -518,7 +523,7 @@ fn mark_culprits(
     weights: &[f64],
     watched: Option<usize>,
     threshold: f64,
-    comparison: &str,
+    comparison: Comparison,
 ) {
     if let Some(i) = watched {
         summaries[i].culprit = true;
@@ -533,7 +538,7 @@ fn mark_culprits(
             break;
         }
         let own = summaries[i].statistic_while_breaching;
-        let breaching_itself = own.is_some_and(|v| breaches(v, threshold, comparison));
+        let breaching_itself = own.is_some_and(|v| comparison.breaches(v, threshold));
         let share = weights[i] / total;
         if breaching_itself || share >= 0.5 {
             summaries[i].culprit = true;
@@ -558,33 +563,10 @@ fn group_line(s: &TargetGroupSummary, unit: &str) -> String {
     )
 }
 
-/// Metrics CloudWatch publishes per load balancer only, never per target group.
-fn load_balancer_only(metric: &str) -> bool {
-    metric.starts_with("HTTPCode_ELB_")
-        || matches!(
-            metric,
-            "RejectedConnectionCount" | "ActiveConnectionCount" | "NewConnectionCount"
-        )
-}
-
-/// What a breaching group is, in a word, for the alarm's metric: the
-/// headline's verb follows what the alarm measures (an unhealthy-host alarm
-/// is never "slow").
-pub fn symptom(metric: &str) -> &'static str {
-    match metric {
-        "TargetResponseTime" | "" => "slow",
-        m if m.starts_with("HTTPCode_ELB_") => "failing behind the load balancer",
-        m if m.contains("5XX") => "failing",
-        m if m.contains("4XX") => "rejecting requests",
-        m if m.contains("HealthyHostCount") => "unhealthy",
-        _ => "breaching",
-    }
-}
-
 fn shared_problem(
     summaries: &[TargetGroupSummary],
     threshold: f64,
-    comparison: &str,
+    comparison: Comparison,
     no_breach: bool,
     (unit, symptom): (&str, &str),
 ) -> Finding {
@@ -597,7 +579,7 @@ fn shared_problem(
         .copied()
         .filter(|s| {
             s.statistic_while_breaching
-                .is_some_and(|v| breaches(v, threshold, comparison))
+                .is_some_and(|v| comparison.breaches(v, threshold))
         })
         .collect();
     let culprits: Vec<&TargetGroupSummary> = summaries.iter().filter(|s| s.culprit).collect();

@@ -18,7 +18,8 @@
 
 use chrono::{DateTime, Utc};
 
-use super::traffic::{self, breaches};
+use super::traffic;
+use crate::alarm::facts::{Comparison, Statistic};
 use crate::evidence::model::MetricSeries;
 
 /// Fewest periods a baseline may rest on.
@@ -55,15 +56,13 @@ pub enum Combination {
 
 impl Combination {
     /// The combination for CloudWatch's statistic name.
-    pub fn of(statistic: &str) -> Self {
+    pub fn of(statistic: &Statistic) -> Self {
         match statistic {
-            "Sum" | "SampleCount" => Combination::Sum,
-            "Maximum" => Combination::Maximum,
-            "Minimum" => Combination::Minimum,
-            other => match other.strip_prefix('p').and_then(|q| q.parse::<f64>().ok()) {
-                Some(q) if q > 0.0 && q < 100.0 => Combination::Quantile(q / 100.0),
-                _ => Combination::Mean,
-            },
+            Statistic::Sum | Statistic::SampleCount => Combination::Sum,
+            Statistic::Maximum => Combination::Maximum,
+            Statistic::Minimum => Combination::Minimum,
+            Statistic::Percentile(q) => Combination::Quantile(q / 100.0),
+            Statistic::Average | Statistic::Extended(_) => Combination::Mean,
         }
     }
 
@@ -96,7 +95,7 @@ pub struct Question<'a> {
     pub breach: &'a [DateTime<Utc>],
     pub combination: Combination,
     pub threshold: f64,
-    pub comparison: &'a str,
+    pub comparison: Comparison,
 }
 
 /// Where the baselines come from.
@@ -324,8 +323,8 @@ fn combine(samples: &[Sample], how: Combination) -> Option<f64> {
 }
 
 /// +1 when a higher value breaches, -1 when a lower one does.
-fn orientation(comparison: &str) -> f64 {
-    if comparison.starts_with("LessThan") {
+fn orientation(comparison: Comparison) -> f64 {
+    if !comparison.fires_upwards() {
         -1.0
     } else {
         1.0
@@ -344,7 +343,7 @@ fn baseline_periods(
         .filter(|t| {
             q.observed
                 .and_then(|o| o.at(*t))
-                .is_none_or(|v| !breaches(v, q.threshold, q.comparison))
+                .is_none_or(|v| !q.comparison.breaches(v, q.threshold))
         })
         .collect();
     if calm.len() >= MIN_BASELINE_PERIODS {
@@ -436,10 +435,10 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
         let known: Vec<f64> = values.iter().flatten().copied().collect();
         let still = known
             .iter()
-            .filter(|v| breaches(**v, q.threshold, q.comparison))
+            .filter(|v| q.comparison.breaches(**v, q.threshold))
             .count();
         !known.is_empty()
-            && mean(&known).is_some_and(|m| !breaches(m, q.threshold, q.comparison))
+            && mean(&known).is_some_and(|m| !q.comparison.breaches(m, q.threshold))
             && still * 3 <= known.len()
     };
 
@@ -476,7 +475,7 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
                 changed: moved > floor && effect > 0.0,
                 effect,
                 without_its_change,
-                standing: breaches(usual.value, q.threshold, q.comparison),
+                standing: q.comparison.breaches(usual.value, q.threshold),
             }
         })
         .collect();

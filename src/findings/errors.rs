@@ -18,11 +18,6 @@ const SUBSTANTIAL_SHARE: f64 = 0.25;
 /// A side answering less than this share of them is ruled out.
 const NEGLIGIBLE_SHARE: f64 = 0.05;
 
-/// Whether an alarm's metric counts errors, so that the 5xx are split.
-pub fn is_error_alarm(metric_name: &str) -> bool {
-    metric_name.contains("5XX") || metric_name.contains("HealthyHostCount")
-}
-
 fn sum_at(series: &MetricSeries, periods: &[DateTime<Utc>]) -> f64 {
     periods.iter().filter_map(|t| series.at(*t)).sum()
 }
@@ -39,7 +34,7 @@ fn loudest<'a>(alb: &'a AlbEvidence, periods: &[DateTime<Utc>]) -> Option<Loudes
         .iter()
         .map(|g| Loudest {
             name: &g.group.name,
-            errors: sum_at(&g.errors_5xx, periods),
+            errors: sum_at(&g.target_errors, periods),
             requests: sum_at(&g.requests, periods),
         })
         .filter(|l| l.errors > 0.0)
@@ -66,7 +61,7 @@ pub fn split(
     let target = if alb.errors.target_5xx.points.is_empty() {
         alb.groups
             .iter()
-            .map(|g| sum_at(&g.errors_5xx, periods))
+            .map(|g| sum_at(&g.target_errors, periods))
             .sum()
     } else {
         sum_at(&alb.errors.target_5xx, periods)
@@ -281,7 +276,7 @@ mod tests {
             p99: MetricSeries::default(),
             maximum: MetricSeries::default(),
             requests: series(requests),
-            errors_5xx: series(errors),
+            target_errors: series(errors),
             unhealthy_hosts: MetricSeries::default(),
             healthy_hosts: MetricSeries::default(),
         }
@@ -371,13 +366,5 @@ mod tests {
         let [target, elb] = split(&evidence, &[], &periods());
         assert_eq!(target.verdict, Verdict::Supported);
         assert_eq!(elb.verdict, Verdict::Supported);
-    }
-
-    #[test]
-    fn error_alarms_are_told_from_latency_alarms_by_their_metric() {
-        assert!(is_error_alarm("HTTPCode_Target_5XX_Count"));
-        assert!(is_error_alarm("HTTPCode_ELB_5XX_Count"));
-        assert!(is_error_alarm("UnHealthyHostCount"));
-        assert!(!is_error_alarm("TargetResponseTime"));
     }
 }

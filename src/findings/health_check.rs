@@ -214,7 +214,7 @@ mod tests {
                 p99: series(p99),
                 maximum: MetricSeries::default(),
                 requests: MetricSeries::default(),
-                errors_5xx: MetricSeries::default(),
+                target_errors: MetricSeries::default(),
                 unhealthy_hosts: series(unhealthy),
                 healthy_hosts: MetricSeries::default(),
             }],

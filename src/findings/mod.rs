@@ -18,81 +18,98 @@ pub mod workload;
 
 use chrono::{DateTime, Utc};
 
+use crate::alarm::facts::{MetricFamily, Statistic};
 use crate::classify::Classification;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
 use crate::diagnosis::{AlarmFacts, Finding, Verdict};
-use crate::evidence::{AlbEvidence, GatheredEvidence, Statistics};
+use crate::evidence::family::LoadBalancerFamily;
+use crate::evidence::{AlbEvidence, GatheredEvidence, Plan, Statistics};
 use alb::AlbAnalysis;
 
-/// The evidence, and the target-group breakdown computed from it once (the
+/// The alarm, what was planned and read for it, and what is computed from
+/// that once: the breaching periods and the target-group breakdown (the
 /// gathering needs it to pick the workload; the findings reuse it).
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Investigation {
+    /// The alarm, completed from its definition when that was read.
+    pub alarm: AlarmFacts,
+    pub plan: Plan,
     pub evidence: GatheredEvidence,
+    /// The periods in which the alarm's statistic breached its threshold.
+    pub breach: Vec<DateTime<Utc>>,
     pub breakdown: Option<AlbAnalysis>,
 }
 
 impl Investigation {
-    /// Computes the breakdown from recorded evidence (offline runs, tests).
-    pub fn of(alarm: &AlarmFacts, evidence: GatheredEvidence) -> Self {
-        let breakdown = breakdown(alarm, evidence.statistics.as_ref(), evidence.alb.as_ref());
+    /// Completes the alarm from the definition read, then computes the
+    /// breaching periods and the breakdown.
+    pub fn of(mut alarm: AlarmFacts, plan: Plan, evidence: GatheredEvidence) -> Self {
+        if let Some(Some(definition)) = &evidence.definition {
+            alarm.complete_from(definition);
+        }
+        let breach = breaching_periods(&alarm, evidence.statistics.as_ref());
+        let breakdown = breakdown(
+            &alarm,
+            plan.family,
+            &breach,
+            evidence.statistics.as_ref(),
+            evidence.alb.as_ref(),
+        );
         Investigation {
+            alarm,
+            plan,
             evidence,
+            breach,
             breakdown,
         }
     }
 }
 
-/// The comparison an alarm uses, CloudWatch's most common when it does not say.
-fn comparison_of(alarm: &AlarmFacts) -> &str {
-    alarm
-        .comparison
-        .as_deref()
-        .unwrap_or("GreaterThanThreshold")
-}
-
 /// The periods in which the alarm's statistic breached its threshold.
-pub fn breaching_periods(
-    alarm: &AlarmFacts,
-    statistics: Option<&Statistics>,
-) -> Vec<DateTime<Utc>> {
+fn breaching_periods(alarm: &AlarmFacts, statistics: Option<&Statistics>) -> Vec<DateTime<Utc>> {
     match (statistics, alarm.threshold) {
         (Some(stats), Some(threshold)) => {
-            traffic::breaching_periods(&stats.alarm_stat, threshold, comparison_of(alarm))
+            traffic::breaching_periods(&stats.alarm_stat, threshold, alarm.comparison_or_default())
         }
         _ => Vec::new(),
     }
 }
 
 /// Which target groups explain the breach, when the load balancer and its groups were read.
-pub fn breakdown(
+fn breakdown(
     alarm: &AlarmFacts,
+    family: Option<&'static LoadBalancerFamily>,
+    breach: &[DateTime<Utc>],
     statistics: Option<&Statistics>,
     alb: Option<&AlbEvidence>,
 ) -> Option<AlbAnalysis> {
     let alb = alb?;
+    let family = family?;
     let threshold = alarm.threshold?;
     if alb.load_balancer.is_none() || alb.groups.is_empty() {
         return None;
     }
     // A rate alarm combines its groups' rates weighted by their requests: a mean.
     let rate = statistics.and_then(|s| s.per_request_scale);
+    let statistic = match rate {
+        Some(_) => Statistic::Average,
+        None => alarm.evaluated_statistic(),
+    };
+    let metric = alarm.metric_name().unwrap_or_default();
     Some(alb::analyse(
         alb,
-        &breaching_periods(alarm, statistics),
+        breach,
         alb::AlarmShape {
-            metric: alarm.metric_name.as_deref().unwrap_or_default(),
-            statistic: match rate {
-                Some(_) => "Average",
-                None => alarm.statistic.as_deref().unwrap_or("Average"),
-            },
+            family: alarm.family(),
+            per_load_balancer_only: family.per_load_balancer(metric),
+            statistic: &statistic,
             threshold,
-            comparison: comparison_of(alarm),
-            period_seconds: alarm.period_seconds.unwrap_or(60),
+            comparison: alarm.comparison_or_default(),
+            period_seconds: alarm.period(),
             unit: match rate {
                 Some(scale) if (scale - 100.0).abs() < f64::EPSILON => "%",
                 Some(_) => "",
-                None => crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+                None => crate::evidence::model::unit_of_metric(alarm.metric_name()),
             },
             watched_group: alarm.dimension("TargetGroup"),
             observed: statistics.map(|s| &s.alarm_stat),
@@ -112,11 +129,11 @@ pub struct Decided {
 
 /// Decides every hypothesis the evidence allows.
 pub fn decide(
-    alarm: &AlarmFacts,
     classification: &Classification,
     investigation: &Investigation,
     now: DateTime<Utc>,
 ) -> Decided {
+    let alarm = &investigation.alarm;
     let evidence = &investigation.evidence;
     let mut decided = Decided {
         findings: vec![alarm::alarm_behaviour(
@@ -132,8 +149,8 @@ pub fn decide(
         ));
     }
     let threshold = alarm.threshold;
-    let comparison = comparison_of(alarm);
-    let breach = breaching_periods(alarm, evidence.statistics.as_ref());
+    let comparison = alarm.comparison_or_default();
+    let breach = &investigation.breach;
     if let (Some(stats), Some(_)) = (&evidence.statistics, threshold) {
         if stats.alarm_stat.points.is_empty() {
             decided.notes.push(format!(
@@ -143,7 +160,7 @@ pub fn decide(
         }
         decided
             .findings
-            .push(traffic::low_traffic_artifact(stats, &breach));
+            .push(traffic::low_traffic_artifact(stats, breach));
     }
     if let (Some(alb_evidence), Some(_)) = (&evidence.alb, threshold) {
         match (&alb_evidence.load_balancer, &investigation.breakdown) {
@@ -165,19 +182,12 @@ pub fn decide(
                             found,
                             evidence.statistics.as_ref().map(|s| &s.alarm_stat),
                             threshold,
-                            crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+                            crate::evidence::model::unit_of_metric(alarm.metric_name()),
                         ));
                 }
                 decided.target_groups = analysis.summaries.clone();
-                let periods = alb::periods_considered(
-                    alb_evidence,
-                    &breach,
-                    alarm.period_seconds.unwrap_or(60),
-                );
-                let error_alarm = alarm
-                    .metric_name
-                    .as_deref()
-                    .is_some_and(errors::is_error_alarm);
+                let periods = alb::periods_considered(alb_evidence, breach, alarm.period());
+                let error_alarm = alarm.family().is_failure();
                 if error_alarm {
                     decided.findings.extend(errors::split(
                         alb_evidence,
@@ -198,18 +208,13 @@ pub fn decide(
         }
     }
     if let Some(w) = &evidence.workload {
-        let (findings, summary) = workload::decide(
-            w,
-            evidence.pod_series.as_ref(),
-            &breach,
-            classification,
-            now,
-        );
+        let (findings, summary) =
+            workload::decide(w, evidence.pod_series.as_ref(), breach, classification, now);
         decided.findings.extend(findings);
         decided.findings.extend(scaling::scale_in_before_breaches(
             w,
             evidence.pod_series.as_ref(),
-            &breach,
+            breach,
         ));
         decided.workload = Some(summary);
         // The cluster's TargetGroupBinding settles what AWS's tags or name only suggested.
@@ -226,8 +231,7 @@ pub fn decide(
     }
     // Outliers vs broad slowness: inside the culprit group when there is one
     // (the load balancer's median mixes fast and slow services), else on the whole metric.
-    let average_alarm =
-        alarm.statistic.as_deref() == Some("Average") && comparison.starts_with("GreaterThan");
+    let average_alarm = alarm.statistic == Some(Statistic::Average) && comparison.fires_upwards();
     if let (true, Some(threshold)) = (average_alarm, threshold) {
         let culprit = evidence.alb.as_ref().and_then(|a| {
             let name = &decided.target_groups.iter().find(|g| g.culprit)?.name;
@@ -243,12 +247,12 @@ pub fn decide(
                     p50: &g.p50,
                     p99: &g.p99,
                     maximum: &g.maximum,
-                    period_seconds: alarm.period_seconds.unwrap_or(60),
-                    unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+                    period_seconds: alarm.period(),
+                    unit: crate::evidence::model::unit_of_metric(alarm.metric_name()),
                 })
             }
             None => evidence.statistics.as_ref().map(|stats| traffic::Spread {
-                unit: crate::evidence::model::unit_of_metric(alarm.metric_name.as_deref()),
+                unit: crate::evidence::model::unit_of_metric(alarm.metric_name()),
                 ..traffic::spread_of(stats)
             }),
         };
@@ -256,14 +260,12 @@ pub fn decide(
             let position = decided.findings.len().min(2);
             decided
                 .findings
-                .insert(position, traffic::outliers(spread, &breach, threshold));
+                .insert(position, traffic::outliers(spread, breach, threshold));
         }
     }
     // Waiting on a dependency explains slow requests: latency alarms only
     // (pods that get no traffic are idle too, and that is no dependency).
-    if let (Some(workload), Some("TargetResponseTime")) =
-        (&decided.workload, alarm.metric_name.as_deref())
-    {
+    if let (Some(workload), MetricFamily::Latency) = (&decided.workload, alarm.family()) {
         let waiting = dependency::waiting_downstream(&decided.findings, workload);
         decided.findings.push(waiting);
     }

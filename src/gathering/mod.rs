@@ -23,17 +23,16 @@ use chrono::{DateTime, Utc};
 use futures_util::future::join_all;
 use tokio::sync::oneshot;
 
-use crate::alarm::AlarmNotification;
 use crate::diagnosis::AlarmFacts;
+use crate::evidence::family::{Answers, LoadBalancerFamily};
 use crate::evidence::model::{self, EvidenceGap, LoadBalancer};
 use crate::evidence::workload::{PodSeries, TargetGroupBindings, Workload, WorkloadTarget};
 use crate::evidence::{
-    AlbEvidence, Budget, Collection, EvidenceSources, GROUP_QUERIES, GatheredEvidence,
-    GroupEvidence, KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricSource, Plan,
-    PlannedMetric, Statistics, group_queries, load_balancer_error_queries, plan, source,
-    statistics_from, statistics_queries,
+    AlbEvidence, Budget, Collection, EvidenceSources, GatheredEvidence, GroupEvidence,
+    KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricSource, Plan, PlannedMetric,
+    Statistics, plan, source, statistics_from, statistics_queries,
 };
-use crate::findings::{self, Investigation, alb::AlbAnalysis};
+use crate::findings::{Investigation, alb::AlbAnalysis};
 pub use ledger::Ledger;
 
 /// The sources an offline run reports as not collected.
@@ -55,9 +54,9 @@ fn offline_sources(plan: &Plan) -> Vec<&'static str> {
 }
 
 /// An investigation with nothing read: every source the plan names is a gap with `reason`.
-fn not_collected(plan: &Plan, facts: &AlarmFacts, reason: &str) -> Investigation {
+fn not_collected(plan: Plan, alarm: &AlarmFacts, reason: &str) -> Investigation {
     let evidence = GatheredEvidence {
-        gaps: offline_sources(plan)
+        gaps: offline_sources(&plan)
             .into_iter()
             .map(|source| EvidenceGap {
                 source: source.to_owned(),
@@ -66,7 +65,7 @@ fn not_collected(plan: &Plan, facts: &AlarmFacts, reason: &str) -> Investigation
             .collect(),
         ..GatheredEvidence::default()
     };
-    Investigation::of(facts, evidence)
+    Investigation::of(alarm.clone(), plan, evidence)
 }
 
 /// Everything phase 1 brings back.
@@ -88,46 +87,52 @@ struct Window {
     end: DateTime<Utc>,
 }
 
-/// Gathers the evidence for one notification, and the breakdown that picked the workload.
+/// Gathers the evidence for one alarm, and the breakdown that picked the workload.
 pub async fn gather<S: EvidenceSources>(
     collection: &Collection<S>,
-    alarm: &AlarmNotification,
+    alarm: &AlarmFacts,
     budget: Budget,
     now: DateTime<Utc>,
 ) -> Investigation {
     let plan = plan(alarm);
-    let facts = AlarmFacts::from_notification(alarm);
     let sources = match collection {
         Collection::Live(sources) => sources,
-        Collection::Offline => return not_collected(&plan, &facts, "not collected (offline)"),
-        Collection::Unreachable(reason) => return not_collected(&plan, &facts, reason),
+        Collection::Offline => return not_collected(plan, alarm, "not collected (offline)"),
+        Collection::Unreachable(reason) => return not_collected(plan, alarm, reason),
     };
     let ledger = Ledger::new(budget.overall, budget.per_source);
     let window = Window {
         start: align(
             crate::instants::earlier(now, budget.metric_window),
-            plan.metric.as_ref().map_or(60, |m| m.period_seconds),
+            plan.metric
+                .as_ref()
+                .map_or(alarm.period(), |m| m.period_seconds),
         ),
         end: now,
     };
 
-    let cloud = read_cloud(sources, &ledger, alarm, &plan, budget, window).await;
-    let mut facts = facts;
-    if let Some(Some(definition)) = &cloud.definition {
-        facts.complete_from(definition);
-    }
-    let mut cloud = cloud;
+    let mut cloud = read_cloud(sources, &ledger, alarm, &plan, budget, window).await;
     if let (Some(alb), Some(bindings)) = (cloud.alb.as_mut(), cloud.bindings.as_ref()) {
         alb.services = bindings.services.clone();
     }
-    let breakdown = findings::breakdown(&facts, cloud.statistics.as_ref(), cloud.alb.as_ref());
-    let (workload, pod_series) = match (&cloud.alb, &plan.metric) {
+    let (connected, bindings) = (cloud.connected, cloud.bindings);
+    let mut investigation = Investigation::of(
+        alarm.clone(),
+        plan,
+        GatheredEvidence {
+            history: cloud.history,
+            definition: cloud.definition,
+            statistics: cloud.statistics,
+            alb: cloud.alb,
+            ..GatheredEvidence::default()
+        },
+    );
+    let (workload, pod_series) = match (&investigation.evidence.alb, &investigation.plan.metric) {
         (Some(alb), Some(metric)) => {
-            let target = breakdown
-                .as_ref()
-                .and_then(|b| culprit_target(b, alb, cloud.bindings.clone()));
+            let breakdown = investigation.breakdown.as_ref();
+            let target = breakdown.and_then(|b| culprit_target(b, alb, bindings));
             match target {
-                Some(_) if !cloud.connected => {
+                Some(_) if !connected => {
                     ledger.gap(
                         source::KUBERNETES,
                         "not read: the cluster connection failed (see eks:DescribeCluster and the cluster connection)",
@@ -146,7 +151,7 @@ pub async fn gather<S: EvidenceSources>(
                 }
                 None => {
                     if !alb.groups.is_empty() {
-                        ledger.gap(source::KUBERNETES, no_workload_reason(breakdown.as_ref()));
+                        ledger.gap(source::KUBERNETES, no_workload_reason(breakdown));
                     }
                     (None, None)
                 }
@@ -156,26 +161,19 @@ pub async fn gather<S: EvidenceSources>(
     };
 
     let (gaps, timings) = ledger.close();
-    Investigation {
-        evidence: GatheredEvidence {
-            history: cloud.history,
-            definition: cloud.definition,
-            statistics: cloud.statistics,
-            alb: cloud.alb,
-            workload,
-            pod_series,
-            gaps,
-            timings,
-        },
-        breakdown,
-    }
+    let evidence = &mut investigation.evidence;
+    evidence.workload = workload;
+    evidence.pod_series = pod_series;
+    evidence.gaps = gaps;
+    evidence.timings = timings;
+    investigation
 }
 
 /// Phase 1: everything that does not depend on the culprit, concurrently.
 async fn read_cloud<S: EvidenceSources>(
     sources: &S,
     ledger: &Ledger,
-    alarm: &AlarmNotification,
+    alarm: &AlarmFacts,
     plan: &Plan,
     budget: Budget,
     window: Window,
@@ -183,15 +181,12 @@ async fn read_cloud<S: EvidenceSources>(
     let history = ledger.run(
         source::ALARM_HISTORY,
         sources.state_history(
-            &alarm.alarm_name,
+            &alarm.name,
             crate::instants::earlier(window.end, budget.lookback),
             window.end,
         ),
     );
-    let definition = ledger.run(
-        source::ALARM_DEFINITION,
-        sources.definition(&alarm.alarm_name),
-    );
+    let definition = ledger.run(source::ALARM_DEFINITION, sources.definition(&alarm.name));
     let statistics = async {
         let metric = plan.metric.as_ref()?;
         let series = ledger
@@ -208,7 +203,7 @@ async fn read_cloud<S: EvidenceSources>(
             sources,
             ledger,
             plan,
-            plan.metric.as_ref()?,
+            (plan.family?, plan.metric.as_ref()?),
             dimension,
             window,
         )
@@ -254,7 +249,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
     sources: &S,
     ledger: &Ledger,
     plan: &Plan,
-    metric: &PlannedMetric,
+    (family, metric): (&LoadBalancerFamily, &PlannedMetric),
     dimension: &str,
     window: Window,
 ) -> Option<AlbEvidence> {
@@ -290,12 +285,9 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
         dimension: dimension.to_owned(),
         scheme: None,
     };
-    // One GetMetricData call: every group's series, then the load balancer's 5xx.
-    let mut queries = group_queries(metric, &load_balancer.dimension, &groups);
-    queries.extend(load_balancer_error_queries(
-        &load_balancer.dimension,
-        metric.period_seconds,
-    ));
+    // One GetMetricData call: every group's series, then the load balancer's failures.
+    let mut queries = family.group_queries(metric, &load_balancer.dimension, &groups);
+    queries.extend(family.error_queries(&load_balancer.dimension, metric.period_seconds));
     let arns: Vec<String> = groups.iter().map(|g| g.arn.clone()).collect();
     let (series, tags, attributes, health) = tokio::join!(
         ledger.run(
@@ -314,31 +306,31 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
                 .map(|g| ledger.run(source::TARGET_HEALTH, sources.target_health(&g.arn)))
         ),
     );
-    let mut series = series.unwrap_or_default();
-    let errors = LoadBalancerErrors::from_series(
-        series.split_off(series.len().min(groups.len() * GROUP_QUERIES)),
-    );
-    let mut series = series.into_iter();
-    let mut next = || series.next().unwrap_or_default();
+    let mut answers = Answers::new(series.unwrap_or_default());
+    let errors = family.errors(&mut answers);
     let groups = groups
         .into_iter()
         .zip(attributes.into_iter().zip(health))
-        .map(|(group, (attributes, health))| GroupEvidence {
-            tags: tags
-                .as_ref()
-                .map(|t| t.get(&group.arn).cloned().unwrap_or_default()),
-            algorithm: attributes.as_ref().and_then(|a| a.algorithm.clone()),
-            slow_start_seconds: attributes.as_ref().and_then(|a| a.slow_start_seconds),
-            health,
-            metric: next(),
-            p50: next(),
-            p99: next(),
-            maximum: next(),
-            requests: next(),
-            errors_5xx: next(),
-            unhealthy_hosts: next(),
-            healthy_hosts: next(),
-            group,
+        .enumerate()
+        .map(|(i, (group, (attributes, health)))| {
+            let series = family.group_series(&mut answers, i);
+            GroupEvidence {
+                tags: tags
+                    .as_ref()
+                    .map(|t| t.get(&group.arn).cloned().unwrap_or_default()),
+                algorithm: attributes.as_ref().and_then(|a| a.algorithm.clone()),
+                slow_start_seconds: attributes.as_ref().and_then(|a| a.slow_start_seconds),
+                health,
+                metric: series.metric,
+                p50: series.p50,
+                p99: series.p99,
+                maximum: series.maximum,
+                requests: series.traffic,
+                target_errors: series.target_errors,
+                unhealthy_hosts: series.unhealthy_hosts,
+                healthy_hosts: series.healthy_hosts,
+                group,
+            }
         })
         .map(|mut g: GroupEvidence| {
             // A rate alarm: each group's metric per request, as the alarm computes it.

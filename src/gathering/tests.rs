@@ -5,7 +5,12 @@ use chrono::TimeZone;
 use super::*;
 use crate::evidence::fake::StaticSources;
 use crate::evidence::model::LoadBalancer;
-use crate::evidence::tests::{alarm, groups};
+use crate::evidence::tests::{alarm as notification, facts, groups};
+
+/// The tests' alarm, as intake parses it.
+fn alarm() -> AlarmFacts {
+    facts(&notification())
+}
 
 fn now() -> DateTime<Utc> {
     Utc.with_ymd_and_hms(2026, 11, 29, 10, 0, 0).unwrap()
@@ -207,7 +212,7 @@ fn world_with_a_culprit() -> StaticSources {
     put("alarm_stat".into(), 1.2);
     for i in 0..6 {
         put(format!("g{i}_metric"), if i == 0 { 2.0 } else { 0.1 });
-        put(format!("g{i}_requests"), 600.0);
+        put(format!("g{i}_traffic"), 600.0);
     }
     let pod = |name: &str| PodInfo {
         name: name.into(),
@@ -316,7 +321,7 @@ async fn a_service_the_cluster_confirmed_is_shown_without_a_question_mark() {
     )
     .await;
     let d = crate::triage::assemble(
-        &alarm(),
+        &notification(),
         crate::diagnosis::ReportKind::Diagnosis,
         &got,
         &crate::classify::ClassifierConfig::default(),

@@ -44,8 +44,7 @@ pub fn iso(t: DateTime<Utc>) -> String {
 /// ` --region eu-west-1`, or nothing when the region is unknown.
 pub fn region_flag(alarm: &AlarmFacts) -> String {
     alarm
-        .region
-        .as_deref()
+        .region()
         .map(|r| format!(" --region {}", shell_quote(r)))
         .unwrap_or_default()
 }

@@ -7,6 +7,7 @@ use super::Context;
 use super::commands::{
     alarm_history, aws, iso, kubectl, pod_cpu, promql, region_flag, shell_quote,
 };
+use crate::alarm::facts::{MetricFamily, Statistic};
 use crate::classify::Behaviour;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
 use crate::diagnosis::{Facts, FindingId, NextStep};
@@ -115,7 +116,10 @@ pub fn investigate_target_group(context: &Context<'_>, group: &TargetGroupSummar
                 .statistic_while_breaching
                 .map(|v| format!(
                     " with {} {v} while breaching (threshold {})",
-                    alarm.statistic.as_deref().unwrap_or("value"),
+                    alarm
+                        .statistic
+                        .as_ref()
+                        .map_or_else(|| "value".to_owned(), ToString::to_string),
                     alarm.threshold.unwrap_or_default()
                 ))
                 .unwrap_or_default(),
@@ -530,8 +534,8 @@ pub fn spread_pods_across_nodes(context: &Context<'_>) -> Option<NextStep> {
 pub fn treat_as_low_traffic_artifact(context: &Context<'_>) -> Option<NextStep> {
     context.supported(FindingId::LowTrafficArtifact)?;
     let alarm = context.alarm;
-    let statistic = alarm.statistic.as_deref().unwrap_or("Average");
-    let percentile = statistic.starts_with('p') || statistic.starts_with("tm");
+    let statistic = alarm.evaluated_statistic();
+    let percentile = statistic.is_extended();
     let (rationale, trade_offs) = if percentile {
         (
             format!(
@@ -608,7 +612,7 @@ pub fn find_why_targets_are_unhealthy(context: &Context<'_>) -> Option<NextStep>
 
 pub fn consider_least_outstanding_requests(context: &Context<'_>) -> Option<NextStep> {
     // Routing spreads requests, so it only helps requests that wait: latency alarms.
-    if context.alarm.metric_name.as_deref() != Some("TargetResponseTime") {
+    if context.alarm.family() != MetricFamily::Latency {
         return None;
     }
     context.supported(FindingId::LeastOutstandingRequests)?;
@@ -646,7 +650,7 @@ pub fn look_at_what_groups_share(context: &Context<'_>) -> Option<NextStep> {
 }
 
 fn is_alb(context: &Context<'_>) -> bool {
-    context.alarm.namespace.as_deref() == Some("AWS/ApplicationELB")
+    context.alarm.namespace() == Some("AWS/ApplicationELB")
 }
 
 /// A load-balancer-wide alarm the bot could not break down: how to do it by hand.
@@ -660,7 +664,7 @@ pub fn break_down_per_target_group(context: &Context<'_>) -> Option<NextStep> {
         return None;
     }
     let region = region_flag(alarm);
-    let metric = alarm.metric_name.as_deref().unwrap_or("TargetResponseTime");
+    let metric = alarm.metric_name().unwrap_or("TargetResponseTime");
     let mut commands = Vec::new();
     if let Some(lb_name) = load_balancer_name(lb) {
         commands.push(aws(format!(
@@ -670,8 +674,8 @@ pub fn break_down_per_target_group(context: &Context<'_>) -> Option<NextStep> {
     }
     let search = format!(
         "SEARCH('{{AWS/ApplicationELB,LoadBalancer,TargetGroup}} MetricName=\"{metric}\" LoadBalancer=\"{lb}\"', '{}', {})",
-        alarm.statistic.as_deref().unwrap_or("Average"),
-        alarm.period_seconds.unwrap_or(60)
+        alarm.evaluated_statistic(),
+        alarm.period()
     );
     let queries =
         serde_json::json!([{ "Id": "per_target_group", "Expression": search }]).to_string();
@@ -693,8 +697,8 @@ pub fn break_down_per_target_group(context: &Context<'_>) -> Option<NextStep> {
 pub fn alarm_on_p99_per_target_group(context: &Context<'_>) -> Option<NextStep> {
     let alarm = context.alarm;
     (is_alb(context)
-        && alarm.metric_name.as_deref() == Some("TargetResponseTime")
-        && alarm.statistic.as_deref() == Some("Average")
+        && alarm.family() == MetricFamily::Latency
+        && alarm.statistic == Some(Statistic::Average)
         // A statistic step of its own follows outliers; nothing changed: the threshold's.
         && context.supported(FindingId::LatencyOutliers).is_none()
         && context.cause(FindingId::ThresholdInsideNormalRange).is_none())
@@ -720,18 +724,22 @@ pub fn revisit_the_threshold(context: &Context<'_>) -> Option<NextStep> {
         shell_quote(&alarm.name),
         region_flag(alarm)
     ))];
-    if let (Some(namespace), Some(metric)) = (&alarm.namespace, &alarm.metric_name) {
-        let dimensions = alarm
+    if let Some(watched) = &alarm.watched {
+        let (namespace, metric) = (&watched.namespace, &watched.name);
+        let dimensions = watched
             .dimensions
             .iter()
             .map(|d| shell_quote(&format!("Name={},Value={}", d.name, d.value)))
             .collect::<Vec<_>>()
             .join(" ");
-        let statistic = alarm.statistic.as_deref().unwrap_or("Average");
-        let statistic_flag = if statistic.starts_with('p') || statistic.starts_with("tm") {
-            format!("--extended-statistics {}", shell_quote(statistic))
+        let statistic = alarm.evaluated_statistic();
+        let statistic_flag = if statistic.is_extended() {
+            format!(
+                "--extended-statistics {}",
+                shell_quote(&statistic.to_string())
+            )
         } else {
-            format!("--statistics {}", shell_quote(statistic))
+            format!("--statistics {}", shell_quote(&statistic.to_string()))
         };
         commands.push(aws(format!(
             "aws cloudwatch get-metric-statistics --namespace {} --metric-name {} --dimensions {dimensions} {statistic_flag} --period 3600 --start-time {} --end-time {}{}",
@@ -758,9 +766,7 @@ pub fn revisit_the_threshold(context: &Context<'_>) -> Option<NextStep> {
 /// share does not dominate, a trimmed mean, or the route on its own alarm.
 pub fn reconsider_the_alarms_statistic(context: &Context<'_>) -> Option<NextStep> {
     let alarm = context.alarm;
-    if alarm.statistic.as_deref() != Some("Average")
-        || alarm.metric_name.as_deref() != Some("TargetResponseTime")
-    {
+    if alarm.statistic != Some(Statistic::Average) || alarm.family() != MetricFamily::Latency {
         return None;
     }
     let finding = context.supported(FindingId::LatencyOutliers)?;

@@ -617,7 +617,7 @@ fn least_outstanding_requests_is_proposed_for_latency_only() {
     let classification = classification(Behaviour::Sustained);
     let latency = alb_alarm();
     let mut errors = alb_alarm();
-    errors.metric_name = Some("HTTPCode_Target_5XX_Count".into());
+    errors.watched.as_mut().unwrap().name = "HTTPCode_Target_5XX_Count".into();
     let step = |alarm: &AlarmFacts| {
         consider_least_outstanding_requests(&Context {
             alarm,

@@ -339,7 +339,12 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         if d.kind != ReportKind::Resolution || !self.poster.web_api() || !self.threads.enabled() {
             return Vec::new();
         }
-        let alarm = d.alarm.arn.as_deref().unwrap_or(&d.alarm.name);
+        let alarm = d
+            .alarm
+            .arn
+            .as_ref()
+            .map_or_else(|| d.alarm.name.clone(), ToString::to_string);
+        let alarm = alarm.as_str();
         let mut candidates: Vec<&str> = Vec::new();
         for channel in self.routes.channels() {
             if !chosen.iter().any(|r| r.channel == channel) && !candidates.contains(&channel) {
@@ -402,10 +407,12 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
     ) -> Result<Posted> {
         let web_api = self.poster.web_api();
         let threading = web_api && self.threads.enabled();
-        let key = ThreadKey::new(
-            d.alarm.arn.as_deref().unwrap_or(&d.alarm.name),
-            &route.channel,
-        );
+        let alarm = d
+            .alarm
+            .arn
+            .as_ref()
+            .map_or_else(|| d.alarm.name.clone(), ToString::to_string);
+        let key = ThreadKey::new(&alarm, &route.channel);
         // The thread and the record of an earlier delivery are read together.
         let delivery = ThreadKey::delivery(d.id.as_str(), &route.channel);
         let (thread, earlier) = if threading {

@@ -56,7 +56,7 @@ pub fn brief(d: &Diagnosis) -> Brief<'_> {
             d.alarm.name,
             culprits.join(", "),
             if culprits.len() == 1 { "is" } else { "are" },
-            crate::findings::alb::symptom(d.alarm.metric_name.as_deref().unwrap_or_default())
+            d.alarm.family().symptom()
         ),
         ReportKind::Diagnosis if causes.is_empty() => super::capitalise(&d.headline),
         ReportKind::Diagnosis => format!("{behaviour}: {}", d.alarm.name),

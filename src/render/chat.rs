@@ -51,7 +51,10 @@ pub fn render(d: &Diagnosis) -> Value {
             )
         })
         .collect();
-    let thread = a.arn.clone().unwrap_or_else(|| a.name.clone());
+    let thread = a
+        .arn
+        .as_ref()
+        .map_or_else(|| a.name.clone(), ToString::to_string);
     json!({
         "version": "1.0",
         "source": "custom",
@@ -70,7 +73,7 @@ pub fn render(d: &Diagnosis) -> Value {
                 crate::diagnosis::ReportKind::Diagnosis => "AlarmDiagnosis",
                 crate::diagnosis::ReportKind::Resolution => "AlarmResolution",
             },
-            "relatedResources": a.arn.iter().collect::<Vec<_>>(),
+            "relatedResources": a.arn.iter().map(ToString::to_string).collect::<Vec<_>>(),
             "additionalContext": {
                 "diagnosisId": d.id.as_str(),
                 "classification": d.classification.behaviour.as_str(),

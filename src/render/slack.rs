@@ -228,7 +228,7 @@ pub fn details(d: &Diagnosis) -> Value {
         format!(
             "*Account / region*\n{} / {}",
             escape(&a.account),
-            escape(a.region.as_deref().unwrap_or(&a.region_name))
+            escape(a.region().unwrap_or(&a.region_name))
         ),
         format!(
             "*Transitions 1 h / 6 h / 24 h*\n{} / {} / {}",

@@ -230,8 +230,7 @@ fn alarm_section(out: &mut String, d: &Diagnosis) {
         &format!(
             "{} in {}",
             one_line(&a.account),
-            a.region
-                .as_deref()
+            a.region()
                 .map_or_else(|| one_line(&a.region_name), one_line)
         ),
     );
@@ -430,20 +429,10 @@ fn prompt(tool: &str) -> &'static str {
 /// `Average > 0.8 for 2 of 2 periods of 60 s; missing data: missing`.
 fn condition(d: &Diagnosis) -> Option<String> {
     let a = &d.alarm;
-    let op: Cow<'_, str> = match a.comparison.as_deref()? {
-        "GreaterThanThreshold" => ">".into(),
-        "GreaterThanOrEqualToThreshold" => ">=".into(),
-        "LessThanThreshold" => "<".into(),
-        "LessThanOrEqualToThreshold" => "<=".into(),
-        "LessThanLowerOrGreaterThanUpperThreshold" => "outside the band".into(),
-        "LessThanLowerThreshold" => "below the band".into(),
-        "GreaterThanUpperThreshold" => "above the band".into(),
-        other => one_line(other),
-    };
-    let what = a
-        .statistic
-        .as_deref()
-        .map_or(Cow::Borrowed("value"), one_line);
+    let op = a.comparison?.symbol();
+    let what: Cow<'_, str> = a.statistic.as_ref().map_or(Cow::Borrowed("value"), |s| {
+        Cow::Owned(one_line(&s.to_string()).into_owned())
+    });
     let threshold = a.threshold.map(|t| format!(" {t}")).unwrap_or_default();
     let mut text = format!("{what} {op}{threshold}");
     if let (Some(n), Some(m), Some(p)) = (

@@ -42,7 +42,7 @@ fn group(
         p99: series(&latency.iter().map(|v| v * 4.0).collect::<Vec<_>>()),
         maximum: series(&latency.iter().map(|v| v * 10.0).collect::<Vec<_>>()),
         requests: series(requests),
-        errors_5xx: series(&[0.0; 3]),
+        target_errors: series(&[0.0; 3]),
         unhealthy_hosts: series(&[unhealthy as f64; 3]),
         healthy_hosts: series(&[(3 - unhealthy) as f64; 3]),
     }
@@ -58,12 +58,13 @@ fn alb(groups: Vec<GroupEvidence>) -> AlbEvidence {
 }
 
 /// An alarm on the whole load balancer, per minute, in seconds.
-fn shape(statistic: &str, threshold: f64) -> AlarmShape<'_> {
+fn shape(statistic: &Statistic, threshold: f64) -> AlarmShape<'_> {
     AlarmShape {
-        metric: "TargetResponseTime",
+        family: MetricFamily::Latency,
+        per_load_balancer_only: false,
         statistic,
         threshold,
-        comparison: "GreaterThanThreshold",
+        comparison: Comparison::GreaterThan,
         period_seconds: 60,
         unit: "s",
         watched_group: None,
@@ -112,7 +113,11 @@ fn one_slow_group_among_six_clears_the_shared_alb_and_is_named() {
             0,
         ));
     }
-    let a = analyse(&alb(groups), &breach(), shape("Average", 0.8));
+    let a = analyse(
+        &alb(groups),
+        &breach(),
+        shape(&Statistic::parse("Average"), 0.8),
+    );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Refuted);
     assert_eq!(culprits(&a), ["k8s-shop-checkout-8a1f2c3d4e"]);
     assert_eq!(
@@ -134,7 +139,11 @@ fn most_groups_slow_at_once_supports_a_shared_problem() {
         .iter()
         .map(|n| group(n, TargetType::Ip, &[0.2, 1.5, 1.6], &[100.0; 3], 0))
         .collect();
-    let a = analyse(&alb(groups), &breach(), shape("Average", 0.8));
+    let a = analyse(
+        &alb(groups),
+        &breach(),
+        shape(&Statistic::parse("Average"), 0.8),
+    );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Supported);
 }
 
@@ -149,7 +158,7 @@ fn a_single_group_cannot_separate_the_alb_from_the_service() {
             1,
         )]),
         &breach(),
-        shape("Average", 0.8),
+        shape(&Statistic::parse("Average"), 0.8),
     );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Supported);
@@ -197,7 +206,11 @@ fn a_group_without_targets_is_reported_not_guessed() {
     let mut empty = group("empty", TargetType::Ip, &[0.2, 1.5, 1.6], &[10.0; 3], 0);
     empty.health = Some(Vec::new());
     empty.unhealthy_hosts = series(&[0.0; 3]);
-    let a = analyse(&alb(vec![empty]), &breach(), shape("Average", 0.8));
+    let a = analyse(
+        &alb(vec![empty]),
+        &breach(),
+        shape(&Statistic::parse("Average"), 0.8),
+    );
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Inconclusive);
 }
 
@@ -208,7 +221,7 @@ fn no_datapoints_at_all_decide_nothing() {
     let a = analyse(
         &alb(vec![silent.clone(), silent]),
         &[],
-        shape("Average", 0.8),
+        shape(&Statistic::parse("Average"), 0.8),
     );
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Inconclusive);
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Inconclusive);
@@ -228,7 +241,7 @@ fn an_alarm_on_one_group_names_that_group_even_when_another_is_slower() {
         &breach(),
         AlarmShape {
             watched_group: Some(&watched),
-            ..shape("Average", 0.8)
+            ..shape(&Statistic::parse("Average"), 0.8)
         },
     );
     assert_eq!(culprits(&a), ["watched"]);
@@ -246,9 +259,10 @@ fn the_load_balancers_own_errors_fall_on_the_group_whose_targets_were_failing() 
         &alb(vec![healthy, failing]),
         &breach(),
         AlarmShape {
-            metric: "HTTPCode_ELB_5XX_Count",
+            family: MetricFamily::LoadBalancerErrors,
+            per_load_balancer_only: true,
             unit: "count",
-            ..shape("Sum", 5.0)
+            ..shape(&Statistic::Sum, 5.0)
         },
     );
     assert_eq!(culprits(&a), ["failing"]);
@@ -265,10 +279,10 @@ fn a_low_alarm_falls_on_the_group_that_fell_under_its_threshold() {
         &alb(vec![fine, empty]),
         &breach(),
         AlarmShape {
-            metric: "HealthyHostCount",
+            family: MetricFamily::HealthyHosts,
             unit: "count",
-            comparison: "LessThanThreshold",
-            ..shape("Minimum", 1.0)
+            comparison: Comparison::LessThan,
+            ..shape(&Statistic::Minimum, 1.0)
         },
     );
     assert_eq!(culprits(&a), ["empty"]);
@@ -292,7 +306,7 @@ fn with_a_baseline_the_culprit_is_the_group_that_changed_not_the_one_always_abov
     let a = analyse(
         &alb(vec![reports, api, quiet]),
         &breach,
-        shape("Average", 0.8),
+        shape(&Statistic::parse("Average"), 0.8),
     );
     assert_eq!(culprits(&a), ["api"]);
     let finding = a
@@ -324,7 +338,11 @@ fn with_a_baseline_groups_moving_together_are_shared_and_nobody_is_blamed() {
         .map(|n| group(n, TargetType::Ip, &stepped(0.15, 1.1), &[200.0; 40], 0))
         .collect();
     let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
-    let a = analyse(&alb(groups), &breach, shape("Average", 0.8));
+    let a = analyse(
+        &alb(groups),
+        &breach,
+        shape(&Statistic::parse("Average"), 0.8),
+    );
     assert!(culprits(&a).is_empty());
     assert_eq!(verdict(&a, "alb.shared_problem"), Verdict::Supported);
 }
@@ -336,7 +354,11 @@ fn with_a_baseline_and_no_group_moving_nothing_changed_and_nobody_is_blamed() {
         group("idle", TargetType::Ip, &[0.05; 40], &[10.0; 40], 0),
     ];
     let breach: Vec<DateTime<Utc>> = (0..40).map(t).collect();
-    let a = analyse(&alb(groups), &breach, shape("Average", 0.5));
+    let a = analyse(
+        &alb(groups),
+        &breach,
+        shape(&Statistic::parse("Average"), 0.5),
+    );
     assert!(culprits(&a).is_empty());
     let finding = a
         .findings
@@ -415,7 +437,11 @@ fn draining_and_unused_targets_are_leaving_not_unhealthy() {
     );
     let quiet = group("quiet", TargetType::Ip, &[0.1; 40], &[300.0; 40], 0);
     let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
-    let a = analyse(&alb(vec![rolled, quiet]), &breach, shape("Average", 0.8));
+    let a = analyse(
+        &alb(vec![rolled, quiet]),
+        &breach,
+        shape(&Statistic::parse("Average"), 0.8),
+    );
     assert_eq!(culprits(&a), ["rolled"]);
     assert_eq!(verdict(&a, "targets.unhealthy"), Verdict::Refuted);
 }
@@ -434,7 +460,11 @@ fn a_group_left_with_no_healthy_target_lost_its_targets_not_its_health() {
     );
     let quiet = group("quiet", TargetType::Ip, &[0.1; 40], &[300.0; 40], 0);
     let breach: Vec<DateTime<Utc>> = (30..40).map(t).collect();
-    let a = analyse(&alb(vec![emptied, quiet]), &breach, shape("Average", 0.8));
+    let a = analyse(
+        &alb(vec![emptied, quiet]),
+        &breach,
+        shape(&Statistic::parse("Average"), 0.8),
+    );
     let f = a
         .findings
         .iter()
@@ -459,9 +489,10 @@ fn elb_5xx_culprits(mut groups: Vec<GroupEvidence>) -> Vec<String> {
         &alb(groups),
         &breach,
         AlarmShape {
-            metric: "HTTPCode_ELB_5XX_Count",
+            family: MetricFamily::LoadBalancerErrors,
+            per_load_balancer_only: true,
             unit: "count",
-            ..shape("Sum", 5.0)
+            ..shape(&Statistic::Sum, 5.0)
         },
     );
     culprits(&a).into_iter().map(str::to_owned).collect()

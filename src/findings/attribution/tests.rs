@@ -53,7 +53,7 @@ fn question<'a>(
     breach: &'a [DateTime<Utc>],
     combination: Combination,
     threshold: f64,
-    comparison: &'a str,
+    comparison: Comparison,
 ) -> Question<'a> {
     Question {
         groups: groups
@@ -78,9 +78,9 @@ fn ask(groups: &[Group], breach: &[DateTime<Utc>], statistic: &str, threshold: f
     let q = question(
         groups,
         breach,
-        Combination::of(statistic),
+        Combination::of(&Statistic::parse(statistic)),
         threshold,
-        "GreaterThanThreshold",
+        Comparison::GreaterThan,
     );
     attribute(&q).expect("enough periods for a baseline")
 }
@@ -193,7 +193,7 @@ fn a_drop_under_a_low_threshold_falls_on_the_group_that_lost_its_traffic() {
         &breach,
         Combination::Sum,
         700.0,
-        "LessThanThreshold",
+        Comparison::LessThan,
     );
     let a = attribute(&question).unwrap();
     assert_eq!(a.culprits, [0]);
@@ -242,7 +242,7 @@ fn a_window_too_short_for_a_baseline_is_left_to_the_caller() {
         &breach,
         Combination::Mean,
         1.0,
-        "GreaterThanThreshold",
+        Comparison::GreaterThan,
     );
     assert!(attribute(&question).is_none());
 }
@@ -262,13 +262,19 @@ fn the_mixture_percentile_of_one_group_is_its_own_percentile() {
 
 #[test]
 fn statistics_map_to_how_groups_combine() {
-    assert_eq!(Combination::of("Average"), Combination::Mean);
-    assert_eq!(Combination::of("tm90"), Combination::Mean);
-    assert_eq!(Combination::of("Sum"), Combination::Sum);
-    assert!(
-        matches!(Combination::of("p99.9"), Combination::Quantile(q) if (q - 0.999).abs() < 1e-12)
+    assert_eq!(
+        Combination::of(&Statistic::parse("Average")),
+        Combination::Mean
     );
-    assert!(Combination::of("p95").is_approximate());
+    assert_eq!(
+        Combination::of(&Statistic::parse("tm90")),
+        Combination::Mean
+    );
+    assert_eq!(Combination::of(&Statistic::parse("Sum")), Combination::Sum);
+    assert!(
+        matches!(Combination::of(&Statistic::parse("p99.9")), Combination::Quantile(q) if (q - 0.999).abs() < 1e-12)
+    );
+    assert!(Combination::of(&Statistic::parse("p95")).is_approximate());
 }
 
 mod properties {
@@ -368,7 +374,7 @@ fn a_percentile_is_calibrated_by_ratio_so_the_counterfactual_stays_on_its_scale(
         &breach,
         Combination::Quantile(0.99),
         1.5,
-        "GreaterThanThreshold",
+        Comparison::GreaterThan,
     );
     q.observed = Some(&observed);
     let a = attribute(&q).unwrap();
