@@ -20,6 +20,8 @@ pub struct LoadBalancerFamily {
     pub namespace: &'static str,
     /// What people call it.
     pub product: &'static str,
+    /// What people call it in a hurry (`ALB`).
+    pub short: &'static str,
     /// How its `LoadBalancer` dimension starts (`app/`, `net/`).
     pub dimension_prefix: &'static str,
     /// The traffic a group carries (its weight in a mean, its share of a sum).
@@ -33,6 +35,9 @@ pub struct LoadBalancerFamily {
     pub own_errors: &'static [(ErrorSlot, &'static str)],
     /// Other metrics published per load balancer only, never per group.
     pub per_load_balancer_only: &'static [&'static str],
+    /// Whether it speaks HTTP: it answers 5xx of its own (502/503/504) and
+    /// its health checks wait for a response, so slow requests fail them.
+    pub http: bool,
     /// Whether its target groups choose a routing algorithm (least
     /// outstanding requests is then a step worth proposing).
     pub routing_algorithms: bool,
@@ -68,6 +73,7 @@ impl ErrorSlot {
 pub static APPLICATION: LoadBalancerFamily = LoadBalancerFamily {
     namespace: "AWS/ApplicationELB",
     product: "Application Load Balancer",
+    short: "ALB",
     dimension_prefix: "app/",
     traffic: "RequestCount",
     latency: Some("TargetResponseTime"),
@@ -86,6 +92,7 @@ pub static APPLICATION: LoadBalancerFamily = LoadBalancerFamily {
         "HTTPCode_ELB_4XX_Count",
         "HTTPCode_ELB_3XX_Count",
     ],
+    http: true,
     routing_algorithms: true,
     cli: "elbv2",
 };
@@ -94,6 +101,7 @@ pub static APPLICATION: LoadBalancerFamily = LoadBalancerFamily {
 pub static NETWORK: LoadBalancerFamily = LoadBalancerFamily {
     namespace: "AWS/NetworkELB",
     product: "Network Load Balancer",
+    short: "NLB",
     dimension_prefix: "net/",
     traffic: "NewFlowCount",
     latency: None,
@@ -107,6 +115,7 @@ pub static NETWORK: LoadBalancerFamily = LoadBalancerFamily {
         "PortAllocationErrorCount",
         "ConsumedLCUs",
     ],
+    http: false,
     routing_algorithms: false,
     cli: "elbv2",
 };

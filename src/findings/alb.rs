@@ -49,6 +49,8 @@ fn service_of(alb: &AlbEvidence, group: &GroupEvidence) -> Option<ServiceRef> {
 pub struct AlarmShape<'a> {
     /// What the alarm's metric measures.
     pub family: MetricFamily,
+    /// The load balancer's kind, as people say it (`ALB`, `NLB`).
+    pub load_balancer: &'a str,
     /// The metric exists per load balancer only (the load balancer's own
     /// failures): it falls on groups by their health and lost traffic.
     pub per_load_balancer_only: bool,
@@ -68,6 +70,7 @@ pub struct AlarmShape<'a> {
 pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_>) -> AlbAnalysis {
     let AlarmShape {
         family,
+        load_balancer,
         per_load_balancer_only,
         statistic,
         threshold,
@@ -236,13 +239,13 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
     }
     let findings = vec![
         if per_load_balancer_only {
-            shared_problem_by_health(&summaries)
+            shared_problem_by_health(&summaries, load_balancer)
         } else if let Some(found) = &attribution {
             shared_problem_by_change(
                 &summaries,
                 found,
                 (threshold, statistic, combination_note(statistic)),
-                (unit, family.symptom()),
+                (unit, family.symptom(), load_balancer),
             )
         } else {
             shared_problem(
@@ -250,10 +253,10 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                 threshold,
                 comparison,
                 breach.is_empty(),
-                (unit, family.symptom()),
+                (unit, family.symptom(), load_balancer),
             )
         },
-        unhealthy_targets(&summaries),
+        unhealthy_targets(&summaries, load_balancer),
     ];
     AlbAnalysis {
         summaries,
@@ -330,7 +333,7 @@ fn shared_problem_by_change(
     summaries: &[TargetGroupSummary],
     found: &Attribution,
     (threshold, statistic, approximation): (f64, &Statistic, &str),
-    (unit, symptom): (&str, &str),
+    (unit, symptom, lb): (&str, &str, &str),
 ) -> Finding {
     let hypothesis =
         "The shared load balancer or ingress is the problem (rather than one service behind it)";
@@ -417,7 +420,7 @@ fn shared_problem_by_change(
                 hypothesis,
                 Verdict::Supported,
                 format!(
-                    "{} of {} target groups moved together at the same minutes ({}), each away from its own usual level ({baseline_text}): look at what they share (the ALB, the ingress, a common dependency, the nodes).",
+                    "{} of {} target groups moved together at the same minutes ({}), each away from its own usual level ({baseline_text}): look at what they share (the {lb}, the ingress, a common dependency, the nodes).",
                     moved.len(),
                     summaries.len(),
                     names(&moved)
@@ -447,7 +450,7 @@ fn shared_problem_by_change(
             let rest = summaries.len() - culprits.len();
             let summary = if found.sufficient {
                 format!(
-                    "Without {}'s change the alarm's {statistic} would have been {}, {} the threshold of {}{approximation}; {} stayed at {} usual level: the shared ALB and ingress are cleared.{standing_note}",
+                    "Without {}'s change the alarm's {statistic} would have been {}, {} the threshold of {}{approximation}; {} stayed at {} usual level: the shared {lb} and ingress are cleared.{standing_note}",
                     names(culprits),
                     value(found.counterfactual),
                     if found.counterfactual.is_some_and(|v| v > threshold) { "over" } else { "under" },
@@ -457,7 +460,7 @@ fn shared_problem_by_change(
                 )
             } else {
                 format!(
-                    "{} made up most of the change, although even at {} usual level the alarm's {statistic} would stay at {} against {} (its usual level sits near the threshold){approximation}; {} stayed at {} usual level: the shared ALB and ingress are cleared.{standing_note}",
+                    "{} made up most of the change, although even at {} usual level the alarm's {statistic} would stay at {} against {} (its usual level sits near the threshold){approximation}; {} stayed at {} usual level: the shared {lb} and ingress are cleared.{standing_note}",
                     names(culprits),
                     if culprits.len() == 1 { "its" } else { "their" },
                     value(found.counterfactual),
@@ -469,7 +472,7 @@ fn shared_problem_by_change(
             Finding {
                 evidence,
                 ruled_out_by: Some(format!(
-                    "shared ALB: only {} changed; {} stayed at {} usual level",
+                    "shared {lb}: only {} changed; {} stayed at {} usual level",
                     names(culprits),
                     others(rest),
                     if rest == 1 { "its" } else { "their" },
@@ -568,7 +571,7 @@ fn shared_problem(
     threshold: f64,
     comparison: Comparison,
     no_breach: bool,
-    (unit, symptom): (&str, &str),
+    (unit, symptom, lb): (&str, &str, &str),
 ) -> Finding {
     let with_data: Vec<&TargetGroupSummary> = summaries
         .iter()
@@ -610,7 +613,9 @@ fn shared_problem(
     } else if summaries.len() == 1 {
         (
             Verdict::Inconclusive,
-            "The load balancer has a single target group: the ALB and the service cannot be told apart by a breakdown.".to_owned(),
+            format!(
+                "The load balancer has a single target group: the {lb} and the service cannot be told apart by a breakdown."
+            ),
             culprits
                 .first()
                 .map(|c| format!("target group {} is {symptom}", c.label())),
@@ -619,7 +624,7 @@ fn shared_problem(
         (
             Verdict::Supported,
             format!(
-                "{} of {} target groups breach the threshold themselves ({}): look at what they share (the ALB, the ingress, a common dependency).",
+                "{} of {} target groups breach the threshold themselves ({}): look at what they share (the {lb}, the ingress, a common dependency).",
                 slow.len(),
                 with_data.len(),
                 names(&slow)
@@ -639,7 +644,7 @@ fn shared_problem(
         (
             Verdict::Refuted,
             format!(
-                "{} explain{} {:.0} % of the breach while {} at or below {}{}: the shared ALB and ingress are cleared.",
+                "{} explain{} {:.0} % of the breach while {} at or below {}{}: the shared {lb} and ingress are cleared.",
                 names(&culprits),
                 if culprits.len() == 1 { "s" } else { "" },
                 culprits
@@ -677,7 +682,7 @@ fn shared_problem(
     Finding {
         ruled_out_by: (verdict == Verdict::Refuted).then(|| {
             format!(
-                "shared ALB: {} at or under {}",
+                "shared {lb}: {} at or under {}",
                 match summaries.len() - culprits.len() {
                     1 => "the other group".to_owned(),
                     n => format!("the {n} other groups"),
@@ -708,7 +713,7 @@ fn shared_problem(
 /// itself: a group whose targets failed while the others stayed healthy
 /// localises the errors; no failing group leaves the load balancer itself
 /// (its idle timeout, its connection limits) in question.
-fn shared_problem_by_health(summaries: &[TargetGroupSummary]) -> Finding {
+fn shared_problem_by_health(summaries: &[TargetGroupSummary], lb: &str) -> Finding {
     let culprits: Vec<&TargetGroupSummary> = summaries.iter().filter(|s| s.culprit).collect();
     let others = summaries.len() - culprits.len();
     let others_text = match others {
@@ -743,12 +748,12 @@ fn shared_problem_by_health(summaries: &[TargetGroupSummary]) -> Finding {
             format!(
                 "Only {names}'s targets failed while the load balancer answered for itself; {others_text} stayed healthy: the errors come from that group, not from the shared load balancer."
             ),
-            Some(format!("shared ALB: {others_text} stayed healthy")),
+            Some(format!("shared {lb}: {others_text} stayed healthy")),
         )
     }
 }
 
-fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
+fn unhealthy_targets(summaries: &[TargetGroupSummary], lb: &str) -> Finding {
     let considered: Vec<&TargetGroupSummary> = if summaries.iter().any(|s| s.culprit) {
         summaries.iter().filter(|s| s.culprit).collect()
     } else {
@@ -815,7 +820,7 @@ fn unhealthy_targets(summaries: &[TargetGroupSummary]) -> Finding {
         (
             Verdict::Supported,
             format!(
-                "{} failing health checks now, up to {peak_unhealthy:.0} unhealthy during the window: fewer targets carry the traffic and the ALB may route to failing ones.",
+                "{} failing health checks now, up to {peak_unhealthy:.0} unhealthy during the window: fewer targets carry the traffic and the {lb} may route to failing ones.",
                 crate::classify::plural(unhealthy_now, "target")
             ),
             Some(format!(

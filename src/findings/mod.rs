@@ -101,6 +101,7 @@ fn breakdown(
         breach,
         alb::AlarmShape {
             family: alarm.family(),
+            load_balancer: family.short,
             per_load_balancer_only: family.per_load_balancer(metric),
             statistic: &statistic,
             threshold,
@@ -188,7 +189,10 @@ pub fn decide(
                 decided.target_groups = analysis.summaries.clone();
                 let periods = alb::periods_considered(alb_evidence, breach, alarm.period());
                 let error_alarm = alarm.family().is_failure();
-                if error_alarm {
+                // Who answered the 5xx, and whether slow requests fail the
+                // health checks, are HTTP questions: an NLB has neither.
+                let http = investigation.plan.family.is_some_and(|f| f.http);
+                if error_alarm && http {
                     decided.findings.extend(errors::split(
                         alb_evidence,
                         &analysis.summaries,
@@ -200,7 +204,7 @@ pub fn decide(
                 // alarms about errors and health.
                 let check =
                     health_check::timeout_under_load(alb_evidence, &analysis.summaries, &periods);
-                if error_alarm || check.verdict != Verdict::Refuted {
+                if http && (error_alarm || check.verdict != Verdict::Refuted) {
                     decided.findings.push(check);
                 }
             }
@@ -269,7 +273,13 @@ pub fn decide(
         let waiting = dependency::waiting_downstream(&decided.findings, workload);
         decided.findings.push(waiting);
     }
-    if let Some(lor) = alb::least_outstanding_requests(&decided.target_groups, &decided.findings) {
+    let routing = investigation
+        .plan
+        .family
+        .is_some_and(|f| f.routing_algorithms);
+    if let Some(lor) = alb::least_outstanding_requests(&decided.target_groups, &decided.findings)
+        .filter(|_| routing)
+    {
         decided.findings.push(lor);
     }
     roles::assign(&mut decided.findings);

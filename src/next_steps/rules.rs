@@ -11,6 +11,7 @@ use crate::alarm::facts::{MetricFamily, Statistic};
 use crate::classify::Behaviour;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
 use crate::diagnosis::{Facts, FindingId, NextStep};
+use crate::evidence::family::{self, LoadBalancerFamily};
 use crate::evidence::model::load_balancer_name;
 
 /// The workload's namespace and the name of its Deployment (the Service's when unknown).
@@ -649,18 +650,17 @@ pub fn look_at_what_groups_share(context: &Context<'_>) -> Option<NextStep> {
     })
 }
 
-fn is_alb(context: &Context<'_>) -> bool {
-    context.alarm.namespace() == Some("AWS/ApplicationELB")
+/// The kind of load balancer the alarm's metric belongs to, if any.
+fn load_balancer_family(context: &Context<'_>) -> Option<&'static LoadBalancerFamily> {
+    family::for_namespace(context.alarm.namespace()?)
 }
 
 /// A load-balancer-wide alarm the bot could not break down: how to do it by hand.
 pub fn break_down_per_target_group(context: &Context<'_>) -> Option<NextStep> {
     let alarm = context.alarm;
     let lb = alarm.dimension("LoadBalancer")?;
-    if !is_alb(context)
-        || !context.target_groups.is_empty()
-        || alarm.dimension("TargetGroup").is_some()
-    {
+    let family = load_balancer_family(context)?;
+    if !context.target_groups.is_empty() || alarm.dimension("TargetGroup").is_some() {
         return None;
     }
     let region = region_flag(alarm);
@@ -673,7 +673,8 @@ pub fn break_down_per_target_group(context: &Context<'_>) -> Option<NextStep> {
         )));
     }
     let search = format!(
-        "SEARCH('{{AWS/ApplicationELB,LoadBalancer,TargetGroup}} MetricName=\"{metric}\" LoadBalancer=\"{lb}\"', '{}', {})",
+        "SEARCH('{{{},LoadBalancer,TargetGroup}} MetricName=\"{metric}\" LoadBalancer=\"{lb}\"', '{}', {})",
+        family.namespace,
         alarm.evaluated_statistic(),
         alarm.period()
     );
@@ -696,7 +697,7 @@ pub fn break_down_per_target_group(context: &Context<'_>) -> Option<NextStep> {
 /// An ALB-wide Average latency alarm: per-group p99 says more, once the cause is fixed.
 pub fn alarm_on_p99_per_target_group(context: &Context<'_>) -> Option<NextStep> {
     let alarm = context.alarm;
-    (is_alb(context)
+    (load_balancer_family(context).is_some_and(|f| f.latency.is_some())
         && alarm.family() == MetricFamily::Latency
         && alarm.statistic == Some(Statistic::Average)
         // A statistic step of its own follows outliers; nothing changed: the threshold's.

@@ -212,12 +212,14 @@ async fn diagnose_world(name: &str) -> (LocalWorld, Value) {
 
 /// The worlds with a test of their own below; every other world in
 /// `tests/worlds/` is diagnosed by [`every_other_world_is_diagnosed_as_its_expected_yaml_says`].
-const WORLDS_WITH_THEIR_OWN_TEST: [&str; 5] = [
+const WORLDS_WITH_THEIR_OWN_TEST: [&str; 7] = [
     "alb-flapping-worker-ceiling",
     "alb-low-traffic-artifact",
     "alb-sustained-hot-pod",
     "eks-private-endpoint",
     "org-member-account-hot-pod",
+    "nlb-target-resets-one-group-crashloop",
+    "nlb-unhealthy-hosts-one-group",
 ];
 
 /// The organisation world's member (B) and central (A) accounts.
@@ -375,6 +377,25 @@ async fn every_other_world_is_diagnosed_as_its_expected_yaml_says() {
                     .all(|id| id != "hpa.cannot_react"),
             "{name}: an HPA that is not a cause stays out of the headline: {}",
             diagnosis["headline"]
+        );
+    }
+}
+
+/// The Network Load Balancer family: the same breakdown and workload walk,
+/// with flows for traffic, resets for failures and no response time.
+#[tokio::test]
+async fn network_load_balancer_worlds_are_diagnosed_as_written() {
+    for name in [
+        "nlb-target-resets-one-group-crashloop",
+        "nlb-unhealthy-hosts-one-group",
+    ] {
+        let (world, diagnosis) = diagnose_world(name).await;
+        assert_matches_expected(&world, &diagnosis);
+        assert_eq!(diagnosis["alarm"]["namespace"], "AWS/NetworkELB", "{name}");
+        let text = diagnosis.to_string();
+        assert!(
+            !text.contains("TargetResponseTime") && !text.contains("shared ALB"),
+            "{name}: an NLB has no response time and is no ALB: {text}"
         );
     }
 }

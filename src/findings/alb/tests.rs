@@ -61,6 +61,7 @@ fn alb(groups: Vec<GroupEvidence>) -> AlbEvidence {
 fn shape(statistic: &Statistic, threshold: f64) -> AlarmShape<'_> {
     AlarmShape {
         family: MetricFamily::Latency,
+        load_balancer: "ALB",
         per_load_balancer_only: false,
         statistic,
         threshold,
