@@ -12,7 +12,7 @@ use crate::diagnosis::{
     SCHEMA,
 };
 use crate::evidence::model::load_balancer_name;
-use crate::findings::{self, Investigation, roles};
+use crate::findings::{self, Investigation, registry};
 use crate::history::AlarmHistory;
 use crate::next_steps::propose;
 
@@ -166,7 +166,7 @@ fn what_happened(findings: &[Finding]) -> Vec<&str> {
     location
         .into_iter()
         .chain(
-            roles::causes(findings)
+            registry::causes(findings)
                 .iter()
                 .filter_map(|f| f.cause.as_deref()),
         )
@@ -367,7 +367,7 @@ pub(crate) mod tests {
                 "a deploy just before the first transition",
             ),
         ];
-        crate::findings::roles::assign(&mut findings);
+        crate::findings::registry::assign(&mut findings);
         let headline = super::diagnosis_headline(
             &d.alarm,
             &crate::classify::Behaviour::Sustained,

@@ -11,7 +11,7 @@ pub mod health_check;
 #[cfg(test)]
 pub(crate) mod minutes;
 pub mod probes;
-pub mod roles;
+pub mod registry;
 pub mod scaling;
 pub mod traffic;
 pub mod workload;
@@ -128,31 +128,71 @@ pub struct Decided {
     pub notes: Vec<String>,
 }
 
-/// Decides every hypothesis the evidence allows.
+/// What every decider reads.
+#[derive(Debug)]
+pub struct Scope<'a> {
+    pub investigation: &'a Investigation,
+    pub classification: &'a Classification,
+    pub now: DateTime<Utc>,
+}
+
+/// One step of the decision: reads the scope and what was decided before it,
+/// adds findings, summaries and notes.
+type Decider = fn(&Scope<'_>, &mut Decided);
+
+/// The deciders, in the order they run: later ones read what earlier ones
+/// decided (the culprit group, the workload's summary, the findings so far).
+const DECIDERS: [(&str, Decider); 7] = [
+    ("the alarm's behaviour", alarm_behaviour),
+    ("the traffic", traffic_behind_the_breach),
+    ("the load balancer", load_balancer),
+    ("the workload", workload_behind_the_culprit),
+    ("outliers or broad slowness", outliers_or_broad_slowness),
+    ("a dependency", waiting_downstream),
+    ("the routing algorithm", routing_algorithm),
+];
+
+/// Decides every hypothesis the evidence allows, then each finding's role.
 pub fn decide(
     classification: &Classification,
     investigation: &Investigation,
     now: DateTime<Utc>,
 ) -> Decided {
-    let alarm = &investigation.alarm;
-    let evidence = &investigation.evidence;
-    let mut decided = Decided {
-        findings: vec![alarm::alarm_behaviour(
-            classification,
-            evidence.history.is_some(),
-        )],
-        ..Decided::default()
+    let scope = Scope {
+        investigation,
+        classification,
+        now,
     };
+    let mut decided = Decided::default();
+    for (_, decider) in DECIDERS {
+        decider(&scope, &mut decided);
+    }
+    registry::assign(&mut decided.findings);
+    decided
+}
+
+fn alarm_behaviour(scope: &Scope<'_>, decided: &mut Decided) {
+    let evidence = &scope.investigation.evidence;
+    decided.findings.push(alarm::alarm_behaviour(
+        scope.classification,
+        evidence.history.is_some(),
+    ));
     if let Some(None) = &evidence.definition {
         decided.notes.push(format!(
             "the alarm {} no longer exists (deleted after it notified); the diagnosis rests on the notification and the metrics",
-            alarm.name
+            scope.investigation.alarm.name
         ));
     }
-    let threshold = alarm.threshold;
-    let comparison = alarm.comparison_or_default();
-    let breach = &investigation.breach;
-    if let (Some(stats), Some(_)) = (&evidence.statistics, threshold) {
+}
+
+fn traffic_behind_the_breach(scope: &Scope<'_>, decided: &mut Decided) {
+    let Investigation {
+        alarm,
+        evidence,
+        breach,
+        ..
+    } = scope.investigation;
+    if let (Some(stats), Some(_)) = (&evidence.statistics, alarm.threshold) {
         if stats.alarm_stat.points.is_empty() {
             decided.notes.push(format!(
                 "CloudWatch returned no datapoints for {} in the window: the metric may have stopped reporting",
@@ -163,117 +203,161 @@ pub fn decide(
             .findings
             .push(traffic::low_traffic_artifact(stats, breach));
     }
-    if let (Some(alb_evidence), Some(_)) = (&evidence.alb, threshold) {
-        match (&alb_evidence.load_balancer, &investigation.breakdown) {
-            (None, _) => decided.notes.push(format!(
-                "the load balancer {} no longer exists: no target-group breakdown",
-                alarm.dimension("LoadBalancer").unwrap_or("?")
-            )),
-            (Some(_), _) if alb_evidence.groups.is_empty() => {
-                decided
-                    .notes
-                    .push("the load balancer has no target groups".to_owned());
-            }
-            (Some(_), Some(analysis)) => {
-                decided.findings.extend(analysis.findings.iter().cloned());
-                if let (Some(found), Some(threshold)) = (&analysis.attribution, threshold) {
-                    decided
-                        .findings
-                        .extend(alarm::threshold_inside_normal_range(
-                            found,
-                            evidence.statistics.as_ref().map(|s| &s.alarm_stat),
-                            threshold,
-                            crate::evidence::model::unit_of_metric(alarm.metric_name()),
-                        ));
-                }
-                decided.target_groups = analysis.summaries.clone();
-                let periods = alb::periods_considered(alb_evidence, breach, alarm.period());
-                let error_alarm = alarm.family().is_failure();
-                // Who answered the 5xx, and whether slow requests fail the
-                // health checks, are HTTP questions: an NLB has neither.
-                let http = investigation.plan.family.is_some_and(|f| f.http);
-                if error_alarm && http {
-                    decided.findings.extend(errors::split(
-                        alb_evidence,
-                        &analysis.summaries,
-                        &periods,
-                    ));
-                }
-                // Any alarm whose targets failed health checks gets the check
-                // weighed against the latency; others only hear of it for
-                // alarms about errors and health.
-                let check =
-                    health_check::timeout_under_load(alb_evidence, &analysis.summaries, &periods);
-                if http && (error_alarm || check.verdict != Verdict::Refuted) {
-                    decided.findings.push(check);
-                }
-            }
-            (Some(_), None) => {}
-        }
-    }
-    if let Some(w) = &evidence.workload {
-        let (findings, summary) =
-            workload::decide(w, evidence.pod_series.as_ref(), breach, classification, now);
-        decided.findings.extend(findings);
-        decided.findings.extend(scaling::scale_in_before_breaches(
-            w,
-            evidence.pod_series.as_ref(),
-            breach,
-        ));
-        decided.workload = Some(summary);
-        // The cluster's TargetGroupBinding settles what AWS's tags or name only suggested.
-        if w.service.source == crate::evidence::service_map::MappingSource::TargetGroupBinding
-            && let Some(culprit) = decided.target_groups.iter_mut().find(|g| g.culprit)
-        {
-            culprit.kubernetes_service = Some(w.service.clone());
-        }
-        for (part, reason) in &w.partial {
+}
+
+fn load_balancer(scope: &Scope<'_>, decided: &mut Decided) {
+    let investigation = scope.investigation;
+    let Investigation {
+        alarm,
+        evidence,
+        breach,
+        ..
+    } = investigation;
+    let (Some(alb_evidence), Some(threshold)) = (&evidence.alb, alarm.threshold) else {
+        return;
+    };
+    match (&alb_evidence.load_balancer, &investigation.breakdown) {
+        (None, _) => decided.notes.push(format!(
+            "the load balancer {} no longer exists: no target-group breakdown",
+            alarm.dimension("LoadBalancer").unwrap_or("?")
+        )),
+        (Some(_), _) if alb_evidence.groups.is_empty() => {
             decided
                 .notes
-                .push(format!("kubernetes: {part} not read: {reason}"));
+                .push("the load balancer has no target groups".to_owned());
         }
-    }
-    // Outliers vs broad slowness: inside the culprit group when there is one
-    // (the load balancer's median mixes fast and slow services), else on the whole metric.
-    let average_alarm = alarm.statistic == Some(Statistic::Average) && comparison.fires_upwards();
-    if let (true, Some(threshold)) = (average_alarm, threshold) {
-        let culprit = evidence.alb.as_ref().and_then(|a| {
-            let name = &decided.target_groups.iter().find(|g| g.culprit)?.name;
-            a.groups.iter().find(|g| &g.group.name == name)
-        });
-        let scope;
-        let spread = match culprit {
-            Some(g) => {
-                scope = format!("target group {}", g.group.name);
-                Some(traffic::Spread {
-                    scope: &scope,
-                    average: &g.metric,
-                    p50: &g.p50,
-                    p99: &g.p99,
-                    maximum: &g.maximum,
-                    period_seconds: alarm.period(),
-                    unit: crate::evidence::model::unit_of_metric(alarm.metric_name()),
-                })
+        (Some(_), Some(analysis)) => {
+            decided.findings.extend(analysis.findings.iter().cloned());
+            if let Some(found) = &analysis.attribution {
+                decided
+                    .findings
+                    .extend(alarm::threshold_inside_normal_range(
+                        found,
+                        evidence.statistics.as_ref().map(|s| &s.alarm_stat),
+                        threshold,
+                        crate::evidence::model::unit_of_metric(alarm.metric_name()),
+                    ));
             }
-            None => evidence.statistics.as_ref().map(|stats| traffic::Spread {
-                unit: crate::evidence::model::unit_of_metric(alarm.metric_name()),
-                ..traffic::spread_of(stats)
-            }),
-        };
-        if let Some(spread) = spread {
-            let position = decided.findings.len().min(2);
-            decided
-                .findings
-                .insert(position, traffic::outliers(spread, breach, threshold));
+            decided.target_groups = analysis.summaries.clone();
+            let periods = alb::periods_considered(alb_evidence, breach, alarm.period());
+            let error_alarm = alarm.family().is_failure();
+            // Who answered the 5xx, and whether slow requests fail the
+            // health checks, are HTTP questions: an NLB has neither.
+            let http = investigation.plan.family.is_some_and(|f| f.http);
+            if error_alarm && http {
+                decided
+                    .findings
+                    .extend(errors::split(alb_evidence, &analysis.summaries, &periods));
+            }
+            // Any alarm whose targets failed health checks gets the check
+            // weighed against the latency; others only hear of it for
+            // alarms about errors and health.
+            let check =
+                health_check::timeout_under_load(alb_evidence, &analysis.summaries, &periods);
+            if http && (error_alarm || check.verdict != Verdict::Refuted) {
+                decided.findings.push(check);
+            }
         }
+        (Some(_), None) => {}
     }
-    // Waiting on a dependency explains slow requests: latency alarms only
-    // (pods that get no traffic are idle too, and that is no dependency).
-    if let (Some(workload), MetricFamily::Latency) = (&decided.workload, alarm.family()) {
+}
+
+fn workload_behind_the_culprit(scope: &Scope<'_>, decided: &mut Decided) {
+    let Investigation {
+        evidence, breach, ..
+    } = scope.investigation;
+    let Some(w) = &evidence.workload else {
+        return;
+    };
+    let (findings, summary) = workload::decide(
+        w,
+        evidence.pod_series.as_ref(),
+        breach,
+        scope.classification,
+        scope.now,
+    );
+    decided.findings.extend(findings);
+    decided.findings.extend(scaling::scale_in_before_breaches(
+        w,
+        evidence.pod_series.as_ref(),
+        breach,
+    ));
+    decided.workload = Some(summary);
+    // The cluster's TargetGroupBinding settles what AWS's tags or name only suggested.
+    if w.service.source == crate::evidence::service_map::MappingSource::TargetGroupBinding
+        && let Some(culprit) = decided.target_groups.iter_mut().find(|g| g.culprit)
+    {
+        culprit.kubernetes_service = Some(w.service.clone());
+    }
+    for (part, reason) in &w.partial {
+        decided
+            .notes
+            .push(format!("kubernetes: {part} not read: {reason}"));
+    }
+}
+
+/// Outliers vs broad slowness: inside the culprit group when there is one
+/// (the load balancer's median mixes fast and slow services), else on the
+/// whole metric. Average alarms that fire going up only.
+fn outliers_or_broad_slowness(scope: &Scope<'_>, decided: &mut Decided) {
+    let Investigation {
+        alarm,
+        evidence,
+        breach,
+        ..
+    } = scope.investigation;
+    let average_alarm = alarm.statistic == Some(Statistic::Average)
+        && alarm.comparison_or_default().fires_upwards();
+    let (true, Some(threshold)) = (average_alarm, alarm.threshold) else {
+        return;
+    };
+    let culprit = evidence.alb.as_ref().and_then(|a| {
+        let name = &decided.target_groups.iter().find(|g| g.culprit)?.name;
+        a.groups.iter().find(|g| &g.group.name == name)
+    });
+    let unit = crate::evidence::model::unit_of_metric(alarm.metric_name());
+    let scope_name;
+    let spread = match culprit {
+        Some(g) => {
+            scope_name = format!("target group {}", g.group.name);
+            Some(traffic::Spread {
+                scope: &scope_name,
+                average: &g.metric,
+                p50: &g.p50,
+                p99: &g.p99,
+                maximum: &g.maximum,
+                period_seconds: alarm.period(),
+                unit,
+            })
+        }
+        None => evidence.statistics.as_ref().map(|stats| traffic::Spread {
+            unit,
+            ..traffic::spread_of(stats)
+        }),
+    };
+    if let Some(spread) = spread {
+        let position = decided.findings.len().min(2);
+        decided
+            .findings
+            .insert(position, traffic::outliers(spread, breach, threshold));
+    }
+}
+
+/// Waiting on a dependency explains slow requests: latency alarms only
+/// (pods that get no traffic are idle too, and that is no dependency).
+fn waiting_downstream(scope: &Scope<'_>, decided: &mut Decided) {
+    if let (Some(workload), MetricFamily::Latency) =
+        (&decided.workload, scope.investigation.alarm.family())
+    {
         let waiting = dependency::waiting_downstream(&decided.findings, workload);
         decided.findings.push(waiting);
     }
-    let routing = investigation
+}
+
+/// Least outstanding requests, where the load balancer lets groups choose.
+fn routing_algorithm(scope: &Scope<'_>, decided: &mut Decided) {
+    let routing = scope
+        .investigation
         .plan
         .family
         .is_some_and(|f| f.routing_algorithms);
@@ -282,6 +366,4 @@ pub fn decide(
     {
         decided.findings.push(lor);
     }
-    roles::assign(&mut decided.findings);
-    decided
 }

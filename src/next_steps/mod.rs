@@ -18,7 +18,7 @@ use crate::diagnosis::finding::Role;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
 use crate::diagnosis::{AlarmFacts, Facts, Finding, FindingId, NextStep, ReportKind, Verdict};
 use crate::findings::Decided;
-use crate::findings::roles::causal_rank;
+use crate::findings::registry::causal_rank;
 
 pub use commands::shell_quote;
 
@@ -142,7 +142,7 @@ pub const RULES: [(Option<FindingId>, Rule); 25] = [
 ];
 
 /// Where a rule's proposal reads: causes by causal rank, then context, then the rest.
-fn reading_order(context: &Context<'_>, subject: Option<&FindingId>) -> (u8, u8) {
+fn reading_order(context: &Context<'_>, subject: Option<&FindingId>) -> (u8, usize) {
     let role = subject.and_then(|id| {
         context
             .findings
@@ -155,7 +155,7 @@ fn reading_order(context: &Context<'_>, subject: Option<&FindingId>) -> (u8, u8)
         Some(_) => 1,
         None => 2,
     };
-    (group, subject.map_or(u8::MAX, causal_rank))
+    (group, subject.map_or(usize::MAX, causal_rank))
 }
 
 /// Proposals that follow from what is known about the alarm and its behaviour.

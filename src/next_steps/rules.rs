@@ -36,7 +36,7 @@ pub fn after_recovery(context: &Context<'_>) -> NextStep {
             "Treat this recovery as a pause, not a fix: keep the investigation open",
             "The alarm is flapping; it has recovered before and came back each time.",
         )
-    } else if crate::findings::roles::causes(context.findings).is_empty() {
+    } else if crate::findings::registry::causes(context.findings).is_empty() {
         (
             "Confirm that the recovery holds and note the episode in the on-call log",
             "A single episode that cleared by itself needs no action unless it repeats.",

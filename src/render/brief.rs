@@ -5,7 +5,7 @@
 
 use crate::diagnosis::finding::Role;
 use crate::diagnosis::{Command, Diagnosis, FindingId, ReportKind};
-use crate::findings::roles;
+use crate::findings::registry;
 
 /// Next steps shown on the first screen.
 pub const TOP_STEPS: usize = 3;
@@ -44,7 +44,7 @@ pub fn brief(d: &Diagnosis) -> Brief<'_> {
         .filter(|g| g.culprit)
         .map(|g| g.label())
         .collect();
-    let causes: Vec<&str> = roles::causes(&d.findings)
+    let causes: Vec<&str> = registry::causes(&d.findings)
         .into_iter()
         .filter_map(|f| f.cause.as_deref())
         .collect();
@@ -65,7 +65,7 @@ pub fn brief(d: &Diagnosis) -> Brief<'_> {
         .findings
         .iter()
         .filter(|f| f.role == Role::RuledOut)
-        .filter_map(|f| Some((roles::causal_rank(&f.id), f.ruled_out_by.as_deref()?)))
+        .filter_map(|f| Some((registry::causal_rank(&f.id), f.ruled_out_by.as_deref()?)))
         .collect();
     refuted.sort_by_key(|(rank, _)| *rank);
     Brief {
