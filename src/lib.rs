@@ -1,35 +1,42 @@
 //! alarm-triage: diagnoses CloudWatch alarms for services on EKS behind AWS
 //! load balancers, and proposes next steps. It never changes anything.
 //!
-//! The core (intake, classification, findings, diagnosis, renderings) is pure
-//! and synchronous; [`adapters`] turn AWS into plain data ([`evidence`] is
-//! that data and the ports); [`gathering`] runs the adapters concurrently
-//! under a deadline; [`pipeline`] ties it together
-//! for the Lambda functions and the `alarm-triage` CLI.
+//! The pure core (intake, alarm facts, the evidence model, findings,
+//! classification, the diagnosis and its renderings) is the
+//! `alarm-triage-core` crate, re-exported here under the same paths. This
+//! crate adds the edges: the ports ([`evidence::ports`]) and [`adapters`]
+//! that turn AWS and Kubernetes into the core's plain data, [`gathering`]
+//! that runs the adapters concurrently under a deadline, [`publish`] and
+//! [`notify`], and [`pipeline`] that ties it together for the Lambda
+//! functions and the `alarm-triage` CLI.
+
+#[cfg(feature = "charts")]
+pub use alarm_triage_core::charts;
+pub use alarm_triage_core::{
+    alarm, classify, diagnosis, findings, history, instants, intake, next_steps, render, series,
+    severity, triage,
+};
+
+/// The core's evidence model, and the ports the adapters implement.
+pub mod evidence {
+    pub use alarm_triage_core::evidence::*;
+
+    #[cfg(any(test, feature = "test-util"))]
+    pub mod fake;
+    pub mod ports;
+
+    pub use ports::*;
+}
 
 pub mod adapters;
-pub mod alarm;
-#[cfg(feature = "charts")]
-pub mod charts;
-pub mod classify;
 pub mod config;
-pub mod diagnosis;
 pub mod error;
-pub mod evidence;
-pub mod findings;
 pub mod gathering;
-pub mod history;
-pub mod instants;
-pub mod intake;
 pub mod invocation;
-pub mod next_steps;
 pub mod notify;
 pub mod pipeline;
 pub mod publish;
-pub mod render;
-pub mod series;
-pub mod severity;
 pub mod telemetry;
-pub mod triage;
 
+pub use alarm_triage_core::Error as CoreError;
 pub use error::{Error, Result};

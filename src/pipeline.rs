@@ -146,7 +146,7 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
 
     async fn handle_deliveries(
         &self,
-        deliveries: Vec<Result<Delivery>>,
+        deliveries: Vec<alarm_triage_core::Result<Delivery>>,
         now: Now,
         budget: Budget,
     ) -> Vec<Outcome> {
@@ -160,7 +160,7 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
             };
             let outcome = match delivery {
                 Ok(d) => self.handle_delivery(&d, now, left).await,
-                Err(e) => Outcome::Rejected(e),
+                Err(e) => Outcome::Rejected(e.into()),
             };
             outcomes.push(outcome);
         }
@@ -179,7 +179,7 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
                     error = %e,
                     "rejected SNS message"
                 );
-                return Outcome::Rejected(e);
+                return Outcome::Rejected(e.into());
             }
         };
         let kind = match intake::response_to(alarm.old_state_value, alarm.new_state_value) {

@@ -199,7 +199,7 @@ mod tests {
     use crate::series::Series;
 
     fn diagnosis() -> Diagnosis {
-        crate::triage::tests::sample()
+        alarm_triage_core::fixtures::sample()
     }
 
     #[test]

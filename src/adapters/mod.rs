@@ -286,7 +286,7 @@ mod delegation {
         TargetGroupAttributes, TargetHealth,
     };
     use crate::evidence::workload::{
-        PodSeries, PodsListed, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
+        PodSeries, PodsListed, TargetGroupBindings, Workload, WorkloadTarget,
     };
     use crate::evidence::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
     use crate::history::AlarmHistory;
@@ -351,7 +351,7 @@ mod delegation {
         async fn workload(
             &self,
             target: &WorkloadTarget,
-            pods_listed: PodsListedSender,
+            pods_listed: crate::evidence::ports::PodsListedSender,
         ) -> Result<Workload> {
             self.kubernetes.workload(target, pods_listed).await
         }

@@ -12,9 +12,7 @@ use chrono::{DateTime, Utc};
 use super::model::{
     AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
 };
-use super::workload::{
-    PodSeries, PodsListed, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
-};
+use super::workload::{PodSeries, PodsListed, TargetGroupBindings, Workload, WorkloadTarget};
 use super::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
 use crate::error::{Error, Result};
 use crate::history::{AlarmHistory, StateChange};
@@ -172,7 +170,7 @@ impl KubernetesSource for StaticSources {
     async fn workload(
         &self,
         _: &WorkloadTarget,
-        pods_listed: PodsListedSender,
+        pods_listed: crate::evidence::ports::PodsListedSender,
     ) -> Result<Workload> {
         self.enter(super::source::KUBERNETES).await?;
         let workload = self.workload.clone().ok_or_else(|| Error::Source {

@@ -5,7 +5,7 @@ use chrono::TimeZone;
 use super::*;
 use crate::evidence::fake::StaticSources;
 use crate::evidence::model::LoadBalancer;
-use crate::evidence::tests::{alarm as notification, facts, groups};
+use alarm_triage_core::fixtures::{alarm as notification, facts, groups};
 
 /// The tests' alarm, as intake parses it.
 fn alarm() -> AlarmFacts {

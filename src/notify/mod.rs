@@ -89,7 +89,7 @@ pub(crate) mod tests {
         severity: Severity,
         kind: ReportKind,
     ) -> Diagnosis {
-        let mut d = crate::triage::tests::sample();
+        let mut d = alarm_triage_core::fixtures::sample();
         d.classification.behaviour = behaviour;
         d.severity = severity;
         d.kind = kind;

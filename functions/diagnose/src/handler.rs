@@ -74,7 +74,7 @@ pub async fn handle<S: EvidenceSources, P: DiagnosisPublisher>(
             Outcome::Rejected(e) if !e.is_rejection() => return Err(failure(e)),
             Outcome::Report { diagnosis, .. } => reports.push(
                 serde_json::to_value(diagnosis.as_ref())
-                    .map_err(|e| failure(&alarm_triage::Error::Serialise(e)))?,
+                    .map_err(|e| failure(&alarm_triage::CoreError::Serialise(e).into()))?,
             ),
             _ => {}
         }

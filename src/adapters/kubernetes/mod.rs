@@ -16,7 +16,7 @@ use crate::adapters::prometheus::PrometheusEndpoint;
 use crate::error::{Error, Result};
 use crate::evidence::source;
 use crate::evidence::workload::{
-    PodSeries, PodsListed, PodsListedSender, TargetGroupBindings, Workload, WorkloadTarget,
+    PodSeries, PodsListed, TargetGroupBindings, Workload, WorkloadTarget,
 };
 
 /// How the function reaches the cluster.
@@ -137,7 +137,7 @@ impl crate::evidence::KubernetesSource for KubeSource {
     async fn workload(
         &self,
         target: &WorkloadTarget,
-        pods_listed: PodsListedSender,
+        pods_listed: crate::evidence::ports::PodsListedSender,
     ) -> Result<Workload> {
         let cluster = self.connect(target.cluster.as_deref()).await?;
         workload::walk(

@@ -18,8 +18,8 @@ use crate::error::Result;
 use crate::evidence::service_map::{MappingSource, ServiceRef};
 use crate::evidence::workload::{
     Condition, ContainerInfo, DeploymentInfo, HpaInfo, NodeCapacity, NodeProvisioning, PodInfo,
-    PodLifecycle, PodUsage, PodWarning, PodsListed, PodsListedSender, TargetGroupBindings,
-    Termination, Workload, WorkloadTarget, bytes, cpu_cores,
+    PodLifecycle, PodUsage, PodWarning, PodsListed, TargetGroupBindings, Termination, Workload,
+    WorkloadTarget, bytes, cpu_cores,
 };
 
 /// Parts of the walk that could not be read, and why.
@@ -31,7 +31,7 @@ pub async fn walk(
     cluster: &Cluster,
     cluster_name: Option<String>,
     target: &WorkloadTarget,
-    pods_listed: PodsListedSender,
+    pods_listed: crate::evidence::ports::PodsListedSender,
 ) -> Result<Workload> {
     let mut partial = Partial::new();
     let bindings = match &target.bindings {

@@ -76,9 +76,6 @@ impl PodsListed {
     }
 }
 
-/// Where the walk announces its pods; dropped unsent when it finds none.
-pub type PodsListedSender = tokio::sync::oneshot::Sender<PodsListed>;
-
 /// One container's resources and probes.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ContainerInfo {

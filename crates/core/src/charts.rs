@@ -19,7 +19,7 @@ pub const HEIGHT: u32 = 480;
 
 /// DejaVu Sans (Bitstream Vera licence, `assets/fonts/DejaVuSans-LICENSE.txt`),
 /// embedded so that a Lambda without system fonts draws the same text.
-static FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
+static FONT: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans.ttf");
 const FAMILY: &str = "alarm-triage-sans";
 
 /// One rendered chart.

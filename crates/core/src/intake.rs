@@ -309,7 +309,7 @@ mod tests {
         let huge = vec![b' '; MAX_EVENT_BYTES + 1];
         let err = deliveries_from_bytes(&huge).unwrap_err();
         assert!(err.to_string().contains(&(MAX_EVENT_BYTES + 1).to_string()));
-        assert!(!err.is_retryable());
+        assert!(err.is_rejection());
     }
 
     #[test]

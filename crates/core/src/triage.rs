@@ -310,32 +310,8 @@ fn investigation_links(
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use crate::diagnosis::{Diagnosis, ReportKind};
-    use crate::findings::Investigation;
-
-    /// A diagnosis of a fresh 2-of-2 ALB latency alarm with no evidence gathered.
-    pub(crate) fn sample() -> Diagnosis {
-        let alarm: crate::alarm::AlarmNotification = serde_json::from_str(
-            r#"{"AlarmName":"k8s-shop-latency","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
-                "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:k8s-shop-latency",
-                "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE","Period":60,
-                  "EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
-                  "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
-        )
-        .unwrap();
-        super::assemble(
-            &alarm,
-            ReportKind::Diagnosis,
-            &Investigation::of(
-                crate::diagnosis::AlarmFacts::from_notification(&alarm),
-                crate::evidence::plan(&crate::diagnosis::AlarmFacts::from_notification(&alarm)),
-                Default::default(),
-            ),
-            &crate::classify::ClassifierConfig::default(),
-            alarm.state_change_time.0,
-        )
-    }
+mod tests {
+    use crate::fixtures::sample;
 
     fn decided(id: crate::diagnosis::FindingId, cause: &str) -> crate::diagnosis::Finding {
         crate::diagnosis::Finding {

@@ -3,7 +3,7 @@ use crate::alarm::AlarmKind;
 use crate::diagnosis::DiagnosisId;
 
 fn event(name: &str) -> Value {
-    let path = format!("{}/events/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!("{}/../../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 

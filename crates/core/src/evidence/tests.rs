@@ -1,32 +1,5 @@
-use super::model::{TargetGroup, TargetType};
 use super::*;
-
-/// An ALB latency alarm on `app/x/1` (shared with the gathering's tests).
-pub(crate) fn alarm() -> crate::alarm::AlarmNotification {
-    serde_json::from_str(
-        r#"{"AlarmName":"a","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
-            "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:a",
-            "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE",
-              "Period":60,"EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
-              "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
-    )
-    .unwrap()
-}
-
-/// Six instance-mode target groups `tg0`..`tg5`.
-pub(crate) fn groups() -> Vec<TargetGroup> {
-    (0..6)
-        .map(|i| TargetGroup {
-            arn: format!("arn:tg{i}"),
-            name: format!("tg{i}"),
-            dimension: format!("targetgroup/tg{i}/1"),
-            target_type: TargetType::Instance,
-            port: Some(80),
-            protocol: None,
-            health_check: None,
-        })
-        .collect()
-}
+use crate::fixtures::{alarm, facts, groups};
 
 #[test]
 fn the_load_balancer_arn_is_built_from_the_alarm_arn() {
@@ -56,11 +29,6 @@ fn the_plan_explains_what_does_not_apply() {
     let watched = plan(&facts(&tg));
     assert!(watched.notes.is_empty(), "{:?}", watched.notes);
     assert!(watched.load_balancer_dimension.is_some());
-}
-
-/// The alarm's facts, as intake parses them.
-pub(crate) fn facts(n: &crate::alarm::AlarmNotification) -> AlarmFacts {
-    AlarmFacts::from_notification(n)
 }
 
 #[test]
@@ -98,7 +66,7 @@ fn target_group_attributes_are_read_from_their_keys_and_others_ignored() {
 #[test]
 fn a_rate_alarm_is_planned_as_its_numerator_per_request() {
     let event: serde_json::Value = serde_json::from_str(include_str!(
-        "../../events/sns-metricmath-alarm-5xx-rate.json"
+        "../../../../events/sns-metricmath-alarm-5xx-rate.json"
     ))
     .unwrap();
     let message = event["Records"][0]["Sns"]["Message"].as_str().unwrap();

@@ -142,7 +142,7 @@ mod tests {
     use crate::diagnosis::finding::Facts;
 
     fn alarm(statistic: &str) -> AlarmFacts {
-        let mut a = crate::triage::tests::sample().alarm;
+        let mut a = crate::fixtures::sample().alarm;
         a.statistic = Some(crate::alarm::facts::Statistic::parse(statistic));
         a
     }

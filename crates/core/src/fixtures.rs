@@ -1,0 +1,63 @@
+//! Fixtures shared by the core's tests and the tests of the crates above
+//! (the `test-util` feature): one ALB latency alarm, its facts, six target
+//! groups, and a diagnosis made with nothing gathered.
+
+// Fixtures are test code: a fixture that does not parse is a broken test.
+#![allow(clippy::unwrap_used)]
+
+use crate::evidence::model::{TargetGroup, TargetType};
+
+/// An ALB latency alarm on `app/x/1`.
+pub fn alarm() -> crate::alarm::AlarmNotification {
+    serde_json::from_str(
+        r#"{"AlarmName":"a","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
+            "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:a",
+            "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE",
+              "Period":60,"EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
+              "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
+    )
+    .unwrap()
+}
+
+/// Six instance-mode target groups `tg0`..`tg5`.
+pub fn groups() -> Vec<TargetGroup> {
+    (0..6)
+        .map(|i| TargetGroup {
+            arn: format!("arn:tg{i}"),
+            name: format!("tg{i}"),
+            dimension: format!("targetgroup/tg{i}/1"),
+            target_type: TargetType::Instance,
+            port: Some(80),
+            protocol: None,
+            health_check: None,
+        })
+        .collect()
+}
+
+/// The alarm's facts, as intake parses them.
+pub fn facts(n: &crate::alarm::AlarmNotification) -> crate::diagnosis::AlarmFacts {
+    crate::diagnosis::AlarmFacts::from_notification(n)
+}
+
+/// A diagnosis of a fresh 2-of-2 ALB latency alarm with no evidence gathered.
+pub fn sample() -> crate::diagnosis::Diagnosis {
+    let alarm: crate::alarm::AlarmNotification = serde_json::from_str(
+        r#"{"AlarmName":"k8s-shop-latency","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK",
+            "StateChangeTime":"2026-11-29T10:00:00.000+0000","AlarmArn":"arn:aws:cloudwatch:eu-west-1:1:alarm:k8s-shop-latency",
+            "Trigger":{"MetricName":"TargetResponseTime","Namespace":"AWS/ApplicationELB","Statistic":"AVERAGE","Period":60,
+              "EvaluationPeriods":2,"Threshold":0.8,"ComparisonOperator":"GreaterThanThreshold",
+              "Dimensions":[{"name":"LoadBalancer","value":"app/x/1"}]}}"#,
+    )
+    .unwrap();
+    crate::triage::assemble(
+        &alarm,
+        crate::diagnosis::ReportKind::Diagnosis,
+        &crate::findings::Investigation::of(
+            crate::diagnosis::AlarmFacts::from_notification(&alarm),
+            crate::evidence::plan(&crate::diagnosis::AlarmFacts::from_notification(&alarm)),
+            Default::default(),
+        ),
+        &crate::classify::ClassifierConfig::default(),
+        alarm.state_change_time.0,
+    )
+}
