@@ -138,8 +138,8 @@ pub struct AwsSources {
     pub cloudwatch: cloudwatch::CloudWatchSource,
     pub elbv2: elbv2::Elbv2Source,
     pub kubernetes: kubernetes::KubeSource,
-    /// Where pod series come from when no Prometheus is configured.
-    pub container_insights: container_insights::ContainerInsightsSource,
+    /// Where the pods' series come from, chosen once from the configuration.
+    pub pod_series: PodSeriesFrom,
     /// Sources for other accounts and regions; `None` for sources that read one only.
     pub accounts: Option<std::sync::Arc<accounts::AccountScope>>,
 }
@@ -162,28 +162,50 @@ impl AwsSources {
                     .and_then(kubernetes::PrometheusAccess::service)
             });
         let cloudwatch = cloudwatch::CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(config));
+        let kubernetes = kubernetes::KubeSource::new(
+            kubernetes::ClusterAccess {
+                kubeconfig: cluster.kubeconfig.clone(),
+                cluster_name: cluster.cluster_name.clone(),
+                eks: aws_sdk_eks::Client::new(config),
+                credentials: config.credentials_provider(),
+                region: config
+                    .region()
+                    .map_or_else(|| "us-east-1".to_owned(), |r| r.to_string()),
+                timeout: cluster.timeout,
+            },
+            prometheus,
+        );
+        // Prometheus when one is configured, else Container Insights.
+        let pod_series = if kubernetes.prometheus.is_some() {
+            PodSeriesFrom::Prometheus(kubernetes.clone())
+        } else {
+            PodSeriesFrom::ContainerInsights {
+                insights: container_insights::ContainerInsightsSource::new(cloudwatch.clone()),
+                cluster_name: cluster.cluster_name.clone(),
+            }
+        };
         AwsSources {
             accounts: None,
-            container_insights: container_insights::ContainerInsightsSource::new(
-                cloudwatch.clone(),
-            ),
             cloudwatch,
             elbv2: elbv2::Elbv2Source::new(aws_sdk_elasticloadbalancingv2::Client::new(config)),
-            kubernetes: kubernetes::KubeSource::new(
-                kubernetes::ClusterAccess {
-                    kubeconfig: cluster.kubeconfig.clone(),
-                    cluster_name: cluster.cluster_name.clone(),
-                    eks: aws_sdk_eks::Client::new(config),
-                    credentials: config.credentials_provider(),
-                    region: config
-                        .region()
-                        .map_or_else(|| "us-east-1".to_owned(), |r| r.to_string()),
-                    timeout: cluster.timeout,
-                },
-                prometheus,
-            ),
+            kubernetes,
+            pod_series,
         }
     }
+}
+
+/// Where the pods' CPU, throttling and memory series come from.
+#[derive(Debug, Clone)]
+pub enum PodSeriesFrom {
+    /// Prometheus (directly, Amazon Managed Prometheus signed with SigV4, or
+    /// through the API server's service proxy: the cluster source holds the access).
+    Prometheus(kubernetes::KubeSource),
+    /// CloudWatch Container Insights (`FullPodName`), in the cluster the walk
+    /// read, else the configured one.
+    ContainerInsights {
+        insights: container_insights::ContainerInsightsSource,
+        cluster_name: Option<String>,
+    },
 }
 
 impl AwsSources {
@@ -288,7 +310,9 @@ mod delegation {
     use crate::evidence::workload::{
         PodSeries, PodsListed, TargetGroupBindings, Workload, WorkloadTarget,
     };
-    use crate::evidence::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
+    use crate::evidence::{
+        AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource, PodSeriesSource,
+    };
     use crate::history::AlarmHistory;
 
     impl AlarmSource for AwsSources {
@@ -355,7 +379,9 @@ mod delegation {
         ) -> Result<Workload> {
             self.kubernetes.workload(target, pods_listed).await
         }
+    }
 
+    impl PodSeriesSource for AwsSources {
         async fn pod_series(
             &self,
             pods: &PodsListed,
@@ -363,19 +389,38 @@ mod delegation {
             end: DateTime<Utc>,
             step_seconds: u32,
         ) -> Result<PodSeries> {
-            // Prometheus when configured; else Container Insights in the cluster the walk read.
-            match (
-                &self.kubernetes.prometheus,
-                self.kubernetes.cluster_of(pods),
-            ) {
-                (None, Some(cluster)) => {
-                    self.container_insights
-                        .pod_series(&cluster, pods, start, end, step_seconds)
-                        .await
+            self.pod_series
+                .pod_series(pods, start, end, step_seconds)
+                .await
+        }
+    }
+
+    impl PodSeriesSource for super::PodSeriesFrom {
+        async fn pod_series(
+            &self,
+            pods: &PodsListed,
+            start: DateTime<Utc>,
+            end: DateTime<Utc>,
+            step_seconds: u32,
+        ) -> Result<PodSeries> {
+            match self {
+                super::PodSeriesFrom::Prometheus(cluster) => {
+                    cluster.pod_series(pods, start, end, step_seconds).await
                 }
-                _ => {
-                    self.kubernetes
-                        .pod_series(pods, start, end, step_seconds)
+                super::PodSeriesFrom::ContainerInsights {
+                    insights,
+                    cluster_name,
+                } => {
+                    let Some(cluster) = pods.cluster.clone().or_else(|| cluster_name.clone())
+                    else {
+                        return Err(crate::Error::Source {
+                            source_name: crate::evidence::source::POD_SERIES,
+                            reason: "no Prometheus configured and no cluster name for Container Insights (set PROMETHEUS_URL, PROMETHEUS_SERVICE or EKS_CLUSTER_NAME)".to_owned(),
+                            retryable: false,
+                        });
+                    };
+                    insights
+                        .pod_series(&cluster, pods, start, end, step_seconds)
                         .await
                 }
             }

@@ -13,7 +13,7 @@ use super::model::{
     AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
 };
 use super::workload::{PodSeries, PodsListed, TargetGroupBindings, Workload, WorkloadTarget};
-use super::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource};
+use super::{AlarmSource, KubernetesSource, LoadBalancerSource, MetricSource, PodSeriesSource};
 use crate::error::{Error, Result};
 use crate::history::{AlarmHistory, StateChange};
 
@@ -187,7 +187,9 @@ impl KubernetesSource for StaticSources {
         tokio::time::sleep(self.latency).await;
         Ok(workload)
     }
+}
 
+impl PodSeriesSource for StaticSources {
     async fn pod_series(
         &self,
         _: &PodsListed,

@@ -96,7 +96,11 @@ pub trait KubernetesSource: Send + Sync {
         target: &workload::WorkloadTarget,
         pods_listed: PodsListedSender,
     ) -> impl Future<Output = Result<workload::Workload>> + Send;
+}
 
+/// Port: the pods' own time series (Prometheus, Amazon Managed Prometheus,
+/// or CloudWatch Container Insights; which one is chosen once, at set-up).
+pub trait PodSeriesSource: Send + Sync {
     /// CPU, throttling and memory per pod over `[start, end]`, for the pods
     /// (and in the cluster) the walk listed.
     fn pod_series(
@@ -110,12 +114,18 @@ pub trait KubernetesSource: Send + Sync {
 
 /// Everything the diagnose pipeline reads from.
 pub trait EvidenceSources:
-    AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource + AccountScoped
+    AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource + PodSeriesSource + AccountScoped
 {
 }
 
-impl<T: AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource + AccountScoped>
-    EvidenceSources for T
+impl<
+    T: AlarmSource
+        + MetricSource
+        + LoadBalancerSource
+        + KubernetesSource
+        + PodSeriesSource
+        + AccountScoped,
+> EvidenceSources for T
 {
 }
 

@@ -30,7 +30,7 @@ use crate::evidence::workload::{PodSeries, TargetGroupBindings, Workload, Worklo
 use crate::evidence::{
     AlbEvidence, Budget, Collection, EvidenceSources, GatheredEvidence, GroupEvidence,
     KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricSource, Plan, PlannedMetric,
-    Statistics, plan, source, statistics_from, statistics_queries,
+    PodSeriesSource, Statistics, plan, source, statistics_from, statistics_queries,
 };
 use crate::findings::{Investigation, alb::AlbAnalysis};
 pub use ledger::Ledger;
@@ -349,7 +349,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
 }
 
 /// Phase 3: the workload walk, and the pods' series as soon as the pods are listed.
-async fn read_workload<S: KubernetesSource>(
+async fn read_workload<S: KubernetesSource + PodSeriesSource>(
     sources: &S,
     ledger: &Ledger,
     target: &WorkloadTarget,

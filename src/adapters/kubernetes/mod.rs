@@ -148,7 +148,11 @@ impl crate::evidence::KubernetesSource for KubeSource {
         )
         .await
     }
+}
 
+/// Prometheus, as configured (directly, signed for AMP, or through the
+/// API server's service proxy of the cluster the walk read).
+impl crate::evidence::PodSeriesSource for KubeSource {
     async fn pod_series(
         &self,
         pods: &PodsListed,
