@@ -115,39 +115,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         })
         .flatten();
 
-    // Each group's weight in the breach.
-    let weights: Vec<f64> = alb
-        .groups
-        .iter()
-        .map(|g| {
-            periods
-                .iter()
-                .filter_map(|t| {
-                    if per_load_balancer_only {
-                        // The load balancer's own errors and refusals are published
-                        // per load balancer only: they fall on the group whose
-                        // targets were failing (unhealthy host-periods) or that
-                        // lost its routable targets (its requests vanished).
-                        return Some(
-                            g.unhealthy_hosts.at(*t).unwrap_or(0.0)
-                                + lost_traffic.get(&g.group.arn).copied().unwrap_or(0.0),
-                        );
-                    }
-                    let value = g.metric.at(*t)?;
-                    // A low alarm (too few healthy hosts, traffic gone) weighs
-                    // how far each group fell under the threshold.
-                    if !comparison.fires_upwards() {
-                        return Some((threshold - value).max(0.0));
-                    }
-                    Some(match statistic {
-                        Statistic::Average => value * g.requests.at(*t).unwrap_or(0.0),
-                        Statistic::Sum | Statistic::SampleCount => value,
-                        _ => (value - threshold).max(0.0),
-                    })
-                })
-                .sum::<f64>()
-        })
-        .collect();
+    let weights = breach_weights(alb, &periods, &shape, &lost_traffic);
     let total: f64 = weights.iter().sum();
 
     let mut summaries: Vec<TargetGroupSummary> = alb
@@ -155,26 +123,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         .iter()
         .zip(&weights)
         .map(|(g, weight)| {
-            let (healthy, not_healthy, unhealthy_targets) = match &g.health {
-                Some(health) => {
-                    let bad: Vec<UnhealthyTarget> = health
-                        .iter()
-                        .filter(|h| h.state != "healthy")
-                        .map(|h| UnhealthyTarget {
-                            id: h.id.clone(),
-                            state: h.state.clone(),
-                            reason: h.reason.clone(),
-                            description: h.description.clone(),
-                        })
-                        .collect();
-                    (
-                        Some(u32::try_from(health.len() - bad.len()).unwrap_or(u32::MAX)),
-                        Some(u32::try_from(bad.len()).unwrap_or(u32::MAX)),
-                        bad,
-                    )
-                }
-                None => (None, None, Vec::new()),
-            };
+            let (healthy, not_healthy, unhealthy_targets) = target_health(g);
             TargetGroupSummary {
                 name: g.group.name.clone(),
                 arn: g.group.arn.clone(),
@@ -265,6 +214,78 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
     }
 }
 
+/// Each group's weight in the breach: how much of the alarm's metric it
+/// carried over `periods`, or for a low alarm how far it fell under the
+/// threshold; the load balancer's own failures fall on failing groups.
+fn breach_weights(
+    alb: &AlbEvidence,
+    periods: &[DateTime<Utc>],
+    shape: &AlarmShape<'_>,
+    lost_traffic: &std::collections::HashMap<String, f64>,
+) -> Vec<f64> {
+    let AlarmShape {
+        per_load_balancer_only,
+        statistic,
+        threshold,
+        comparison,
+        ..
+    } = *shape;
+    alb.groups
+        .iter()
+        .map(|g| {
+            periods
+                .iter()
+                .filter_map(|t| {
+                    if per_load_balancer_only {
+                        // The load balancer's own errors and refusals are published
+                        // per load balancer only: they fall on the group whose
+                        // targets were failing (unhealthy host-periods) or that
+                        // lost its routable targets (its requests vanished).
+                        return Some(
+                            g.unhealthy_hosts.at(*t).unwrap_or(0.0)
+                                + lost_traffic.get(&g.group.arn).copied().unwrap_or(0.0),
+                        );
+                    }
+                    let value = g.metric.at(*t)?;
+                    // A low alarm (too few healthy hosts, traffic gone) weighs
+                    // how far each group fell under the threshold.
+                    if !comparison.fires_upwards() {
+                        return Some((threshold - value).max(0.0));
+                    }
+                    Some(match statistic {
+                        Statistic::Average => value * g.requests.at(*t).unwrap_or(0.0),
+                        Statistic::Sum | Statistic::SampleCount => value,
+                        _ => (value - threshold).max(0.0),
+                    })
+                })
+                .sum::<f64>()
+        })
+        .collect()
+}
+
+/// Healthy and not-healthy targets now, and the ones not healthy, when the
+/// group's health was read.
+fn target_health(g: &GroupEvidence) -> (Option<u32>, Option<u32>, Vec<UnhealthyTarget>) {
+    let Some(health) = &g.health else {
+        return (None, None, Vec::new());
+    };
+    let bad: Vec<UnhealthyTarget> = health
+        .iter()
+        .filter(|h| h.state != "healthy")
+        .map(|h| UnhealthyTarget {
+            id: h.id.clone(),
+            state: h.state.clone(),
+            reason: h.reason.clone(),
+            description: h.description.clone(),
+        })
+        .collect();
+    (
+        Some(u32::try_from(health.len() - bad.len()).unwrap_or(u32::MAX)),
+        Some(u32::try_from(bad.len()).unwrap_or(u32::MAX)),
+        bad,
+    )
+}
+
 /// Per group, how much of its traffic vanished during `periods` compared
 /// with the periods before (0..1 per period, summed), when at least half of
 /// it did: a group whose targets all left (draining, never Ready, so never
@@ -325,30 +346,17 @@ fn combination_note(statistic: &Statistic) -> &'static str {
     }
 }
 
-/// The shared-ALB question answered by which groups *changed*: most groups
-/// moving together at the same minutes is a shared problem; one group whose
-/// return to its usual level brings the metric back clears the load balancer;
-/// no group moving at all leaves nothing behind the load balancer to blame.
-fn shared_problem_by_change(
+/// The evidence lines of the shared-problem question answered by change:
+/// each group's level while breaching and usually, the baseline window, and
+/// the alarm's metric.
+fn change_evidence(
     summaries: &[TargetGroupSummary],
     found: &Attribution,
     (threshold, statistic, approximation): (f64, &Statistic, &str),
-    (unit, symptom, lb): (&str, &str, &str),
-) -> Finding {
-    let hypothesis =
-        "The shared load balancer or ingress is the problem (rather than one service behind it)";
+    unit: &str,
+    baseline_text: &str,
+) -> Vec<Evidence> {
     let value = |v: Option<f64>| v.map_or("no data".to_owned(), |v| with_unit(v, unit));
-    let window = &found.baseline;
-    let baseline_text = format!(
-        "{} {} from {} to {} UTC",
-        window.periods,
-        match window.source {
-            attribution::BaselineSource::CalmPeriods => "periods without a breach",
-            attribution::BaselineSource::EarlyWindow => "periods at the start of the window",
-        },
-        window.from.format("%H:%M"),
-        window.to.format("%H:%M")
-    );
     let mut evidence: Vec<Evidence> = summaries
         .iter()
         .zip(&found.groups)
@@ -377,7 +385,7 @@ fn shared_problem_by_change(
             )
         })
         .collect();
-    evidence.push(Evidence::text("baseline", baseline_text.clone()));
+    evidence.push(Evidence::text("baseline", baseline_text.to_owned()));
     evidence.push(Evidence::text(
         "the alarm's metric while breaching",
         format!(
@@ -386,6 +394,40 @@ fn shared_problem_by_change(
             with_unit(threshold, unit)
         ),
     ));
+    evidence
+}
+
+/// The shared-ALB question answered by which groups *changed*: most groups
+/// moving together at the same minutes is a shared problem; one group whose
+/// return to its usual level brings the metric back clears the load balancer;
+/// no group moving at all leaves nothing behind the load balancer to blame.
+fn shared_problem_by_change(
+    summaries: &[TargetGroupSummary],
+    found: &Attribution,
+    (threshold, statistic, approximation): (f64, &Statistic, &str),
+    (unit, symptom, lb): (&str, &str, &str),
+) -> Finding {
+    let hypothesis =
+        "The shared load balancer or ingress is the problem (rather than one service behind it)";
+    let value = |v: Option<f64>| v.map_or("no data".to_owned(), |v| with_unit(v, unit));
+    let window = &found.baseline;
+    let baseline_text = format!(
+        "{} {} from {} to {} UTC",
+        window.periods,
+        match window.source {
+            attribution::BaselineSource::CalmPeriods => "periods without a breach",
+            attribution::BaselineSource::EarlyWindow => "periods at the start of the window",
+        },
+        window.from.format("%H:%M"),
+        window.to.format("%H:%M")
+    );
+    let evidence = change_evidence(
+        summaries,
+        found,
+        (threshold, statistic, approximation),
+        unit,
+        &baseline_text,
+    );
     let names = |list: &[usize]| {
         list.iter()
             .map(|i| summaries[*i].label())

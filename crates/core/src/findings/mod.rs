@@ -199,9 +199,14 @@ fn traffic_behind_the_breach(scope: &Scope<'_>, decided: &mut Decided) {
                 alarm.metric
             ));
         }
-        decided
-            .findings
-            .push(traffic::low_traffic_artifact(stats, breach));
+        // Too few requests for a statistic to mean much is a question about
+        // requests: an NLB counts flows and bytes, and has no response time.
+        let requests = scope.investigation.plan.family.is_none_or(|f| f.http);
+        if requests {
+            decided
+                .findings
+                .push(traffic::low_traffic_artifact(stats, breach));
+        }
     }
 }
 
