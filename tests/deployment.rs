@@ -161,8 +161,17 @@ fn the_template_passes_cfn_lint_and_sam_validate() {
 
 #[test]
 fn the_example_alarms_pass_cfn_lint() {
-    let lint = cfn_lint(&support::repo_root().join("infra/alarms/alb-target-group-alarms.yaml"));
-    assert!(lint.status.success(), "cfn-lint:\n{}", text(&lint));
+    for template in [
+        "alb-target-group-alarms.yaml",
+        "nlb-target-group-alarms.yaml",
+    ] {
+        let lint = cfn_lint(&support::repo_root().join("infra/alarms").join(template));
+        assert!(
+            lint.status.success(),
+            "{template}: cfn-lint:\n{}",
+            text(&lint)
+        );
+    }
 }
 
 fn member_template() -> PathBuf {

@@ -314,7 +314,7 @@ impl AlarmNotification {
                 .map(|q| q.id.as_str())
         };
         let numerator = id_of(&|s| s == primary)?;
-        let denominator = id_of(&|s| s.metric.metric_name.as_deref() == Some("RequestCount"))?;
+        let denominator = id_of(&|s| is_traffic(s.metric.metric_name.as_deref()))?;
         let expression = queries
             .iter()
             .find(|q| q.expression.is_some() && q.return_data != Some(false))?
@@ -336,10 +336,8 @@ impl AlarmNotification {
             .filter_map(|q| q.metric_stat.as_ref())
             .collect();
         let is_denominator = |s: &&&MetricStat| {
-            matches!(
-                s.metric.metric_name.as_deref(),
-                Some("RequestCount" | "RequestCountPerTarget")
-            )
+            is_traffic(s.metric.metric_name.as_deref())
+                || s.metric.metric_name.as_deref() == Some("RequestCountPerTarget")
         };
         match stats.as_slice() {
             [only] => Some(only),
@@ -424,6 +422,11 @@ impl AlarmNotification {
             None => inputs.join(", "),
         }
     }
+}
+
+/// The traffic a rate alarm divides by: an ALB's requests, an NLB's new flows.
+fn is_traffic(metric_name: Option<&str>) -> bool {
+    matches!(metric_name, Some("RequestCount" | "NewFlowCount"))
 }
 
 /// `AVERAGE` (notification spelling) to `Average` (API spelling).
@@ -537,6 +540,24 @@ mod tests {
             Some("HTTPCode_Target_5XX_Count")
         );
         assert_eq!(n.statistic().as_deref(), Some("Sum"));
+    }
+
+    #[test]
+    fn an_nlb_reset_rate_over_new_flows_is_about_its_resets() {
+        let n: AlarmNotification = serde_json::from_str(
+            r#"{"AlarmName":"rate","AWSAccountId":"1","NewStateValue":"ALARM","OldStateValue":"OK","StateChangeTime":"2026-11-27T15:05:40.204+0000",
+                "Trigger":{"Period":60,"EvaluationPeriods":3,"ComparisonOperator":"GreaterThanThreshold","Threshold":5.0,
+                "Metrics":[
+                  {"Id":"resets","ReturnData":false,"MetricStat":{"Metric":{"Namespace":"AWS/NetworkELB","MetricName":"TCP_Target_Reset_Count","Dimensions":[{"name":"LoadBalancer","value":"net/x/1"}]},"Period":60,"Stat":"Sum"}},
+                  {"Id":"flows","ReturnData":false,"MetricStat":{"Metric":{"Namespace":"AWS/NetworkELB","MetricName":"NewFlowCount","Dimensions":[{"name":"LoadBalancer","value":"net/x/1"}]},"Period":60,"Stat":"Sum"}},
+                  {"Id":"rate","Expression":"100 * resets / flows","ReturnData":true}]}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            n.primary_metric().unwrap().metric_name.as_deref(),
+            Some("TCP_Target_Reset_Count")
+        );
+        assert_eq!(n.per_request_scale(), Some(100.0));
     }
 
     #[test]
