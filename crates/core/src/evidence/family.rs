@@ -18,12 +18,8 @@ use super::{LoadBalancerErrors, PlannedMetric};
 pub struct LoadBalancerFamily {
     /// The CloudWatch namespace its metrics live in.
     pub namespace: &'static str,
-    /// What people call it.
-    pub product: &'static str,
     /// What people call it in a hurry (`ALB`).
     pub short: &'static str,
-    /// How its `LoadBalancer` dimension starts (`app/`, `net/`).
-    pub dimension_prefix: &'static str,
     /// The traffic a group carries (its weight in a mean, its share of a sum).
     pub traffic: &'static str,
     /// The response time of its targets, when it measures one.
@@ -41,8 +37,6 @@ pub struct LoadBalancerFamily {
     /// Whether its target groups choose a routing algorithm (least
     /// outstanding requests is then a step worth proposing).
     pub routing_algorithms: bool,
-    /// The CLI command that describes its resources (`elbv2` for both today).
-    pub cli: &'static str,
 }
 
 /// The slots of [`LoadBalancerErrors`].
@@ -72,9 +66,7 @@ impl ErrorSlot {
 /// The Application Load Balancer: HTTP, requests, response times, 5xx.
 pub static APPLICATION: LoadBalancerFamily = LoadBalancerFamily {
     namespace: "AWS/ApplicationELB",
-    product: "Application Load Balancer",
     short: "ALB",
-    dimension_prefix: "app/",
     traffic: "RequestCount",
     latency: Some("TargetResponseTime"),
     target_errors: "HTTPCode_Target_5XX_Count",
@@ -94,15 +86,12 @@ pub static APPLICATION: LoadBalancerFamily = LoadBalancerFamily {
     ],
     http: true,
     routing_algorithms: true,
-    cli: "elbv2",
 };
 
 /// The Network Load Balancer: TCP flows, no response time, resets for errors.
 pub static NETWORK: LoadBalancerFamily = LoadBalancerFamily {
     namespace: "AWS/NetworkELB",
-    product: "Network Load Balancer",
     short: "NLB",
-    dimension_prefix: "net/",
     traffic: "NewFlowCount",
     latency: None,
     target_errors: "TCP_Target_Reset_Count",
@@ -117,7 +106,6 @@ pub static NETWORK: LoadBalancerFamily = LoadBalancerFamily {
     ],
     http: false,
     routing_algorithms: false,
-    cli: "elbv2",
 };
 
 /// Every family the breakdown knows.
@@ -195,11 +183,6 @@ impl LoadBalancerFamily {
                 .own_errors
                 .iter()
                 .any(|(slot, name)| *slot != ErrorSlot::Target && *name == metric)
-    }
-
-    /// Whether `dimension` (`app/x/1`, `net/x/1`) names one of this family's load balancers.
-    pub fn owns(&self, dimension: &str) -> bool {
-        dimension.starts_with(self.dimension_prefix)
     }
 
     fn group_slots(&self) -> Vec<(GroupSlot, &'static str, &'static str)> {
