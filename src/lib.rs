@@ -13,8 +13,8 @@
 #[cfg(feature = "charts")]
 pub use alarm_triage_core::charts;
 pub use alarm_triage_core::{
-    alarm, classify, diagnosis, findings, history, instants, intake, next_steps, render, series,
-    severity, triage,
+    alarm, changes, classify, diagnosis, findings, history, instants, intake, next_steps, render,
+    series, severity, triage,
 };
 
 /// The core's evidence model, and the ports the adapters implement.

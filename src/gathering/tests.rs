@@ -244,6 +244,7 @@ fn world_with_a_culprit() -> StaticSources {
             nodes: vec![],
             provisioning: None,
             partial: vec![],
+            activity: Default::default(),
         }),
         pod_series: Some(PodSeries::default()),
         ..world()

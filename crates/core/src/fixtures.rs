@@ -61,3 +61,24 @@ pub fn sample() -> crate::diagnosis::Diagnosis {
         alarm.state_change_time.0,
     )
 }
+
+/// A workload with no pods, no Deployment and no HPA: a base for tests.
+pub fn workload() -> crate::evidence::workload::Workload {
+    crate::evidence::workload::Workload {
+        cluster: Some("shop-prod".into()),
+        service: crate::evidence::service_map::ServiceRef {
+            namespace: "shop".into(),
+            name: "cart".into(),
+            source: crate::evidence::service_map::MappingSource::TargetGroupBinding,
+        },
+        selector: Default::default(),
+        pods: Vec::new(),
+        deployment: None,
+        hpa: None,
+        snapshot: None,
+        nodes: Vec::new(),
+        provisioning: None,
+        partial: Vec::new(),
+        activity: Default::default(),
+    }
+}

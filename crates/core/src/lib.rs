@@ -7,6 +7,7 @@
 //! and the publishing live in the `alarm-triage` crate above it.
 
 pub mod alarm;
+pub mod changes;
 #[cfg(feature = "charts")]
 pub mod charts;
 pub mod classify;

@@ -121,6 +121,8 @@ pub fn assemble(
         timings: evidence.timings.clone(),
         target_groups: decided.target_groups,
         workload: decided.workload,
+        what_changed: decided.changes.headline(),
+        changes: decided.changes.changes,
         notes,
     }
 }

@@ -96,6 +96,7 @@ pub async fn walk(
         nodes,
         provisioning,
         partial,
+        activity: Default::default(),
     })
 }
 
@@ -253,6 +254,7 @@ async fn deployment(
                     .as_ref()
                     .and_then(|a| a.get("deployment.kubernetes.io/revision").cloned()),
                 last_rollout,
+                revisions: Vec::new(),
             })
         }
         Err(e) => {

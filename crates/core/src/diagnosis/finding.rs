@@ -25,6 +25,9 @@ pub enum FindingId {
     CpuThrottling,
     HpaCannotReact,
     RecentDeploy,
+    /// A change to the load balancer, a target group, a security group or a
+    /// node group, made through the AWS API shortly before the breach.
+    ConfigurationChange,
     ReadinessProbeMissing,
     PendingPods,
     PodRestarts,
@@ -41,7 +44,7 @@ pub enum FindingId {
 
 impl FindingId {
     /// Every id this version produces, in no particular order.
-    pub const KNOWN: [FindingId; 22] = [
+    pub const KNOWN: [FindingId; 23] = [
         FindingId::AlarmFlapping,
         FindingId::LowTrafficArtifact,
         FindingId::LatencyOutliers,
@@ -53,6 +56,7 @@ impl FindingId {
         FindingId::CpuThrottling,
         FindingId::HpaCannotReact,
         FindingId::RecentDeploy,
+        FindingId::ConfigurationChange,
         FindingId::ReadinessProbeMissing,
         FindingId::PendingPods,
         FindingId::PodRestarts,
@@ -79,6 +83,7 @@ impl FindingId {
             FindingId::CpuThrottling => "pods.throttling",
             FindingId::HpaCannotReact => "hpa.cannot_react",
             FindingId::RecentDeploy => "deploy.recent_change",
+            FindingId::ConfigurationChange => "config.recent_change",
             FindingId::ReadinessProbeMissing => "pods.readiness_probe_missing",
             FindingId::PendingPods => "capacity.pending_pods",
             FindingId::PodRestarts => "pods.restarts",

@@ -156,6 +156,13 @@ pub struct Diagnosis {
     /// The Kubernetes workload behind the culprit target group, when the cluster could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workload: Option<summary::WorkloadSummary>,
+    /// The first screen's line about change: the change that most plausibly
+    /// set the causes off, or that nothing changed in the 6 h before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub what_changed: Option<String>,
+    /// What changed around the breach, oldest first.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changes: Vec<crate::changes::Change>,
     /// Remarks about the report itself (for example that it was shortened to fit a message).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -3,6 +3,7 @@
 //! what to read for an alarm and the queries it takes. Pure: the ports the
 //! adapters implement, and the reading itself, live in the crate above.
 
+pub mod changes;
 pub mod family;
 pub mod model;
 pub mod service_map;
@@ -31,6 +32,7 @@ pub mod source {
     pub const CLUSTER: &str = "eks:DescribeCluster and the cluster connection";
     pub const TARGET_GROUP_BINDINGS: &str = "kubernetes: TargetGroupBindings";
     pub const KUBERNETES: &str = "kubernetes: service, pods, deployment, HPA";
+    pub const CLOUDTRAIL: &str = "cloudtrail:LookupEvents (changes to the load balancer, target groups, security groups, node groups)";
     pub const POD_SERIES: &str =
         "pod series: per-pod CPU and memory (Prometheus, else Container Insights)";
 }
@@ -122,6 +124,8 @@ pub struct GatheredEvidence {
     /// The workload behind the culprit target group.
     pub workload: Option<workload::Workload>,
     pub pod_series: Option<workload::PodSeries>,
+    /// What the audit trail (CloudTrail) says changed on the request path.
+    pub trail: Option<changes::TrailEvidence>,
     pub gaps: Vec<EvidenceGap>,
     pub timings: Timings,
 }

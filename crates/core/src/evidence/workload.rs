@@ -167,6 +167,9 @@ pub struct DeploymentInfo {
     pub revision: Option<String>,
     /// When the newest ReplicaSet was created: the last rollout.
     pub last_rollout: Option<DateTime<Utc>>,
+    /// Its ReplicaSets, newest revision first, with their pod templates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revisions: Vec<crate::evidence::changes::Revision>,
 }
 
 /// A condition of an HPA.
@@ -317,6 +320,9 @@ pub struct Workload {
     pub provisioning: Option<NodeProvisioning>,
     /// Parts that could not be read (e.g. PodMetrics forbidden), with the reason.
     pub partial: Vec<(String, String)>,
+    /// The HPA's, Karpenter's and the autoscaler's events, and the ConfigMaps' times.
+    #[serde(default)]
+    pub activity: crate::evidence::changes::ClusterActivity,
 }
 
 /// Points per pod, oldest first.

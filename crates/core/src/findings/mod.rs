@@ -5,6 +5,7 @@ pub mod alarm;
 pub mod alb;
 pub mod attribution;
 pub mod capacity;
+pub mod configuration;
 pub mod dependency;
 pub mod errors;
 pub mod health_check;
@@ -126,6 +127,8 @@ pub struct Decided {
     pub workload: Option<WorkloadSummary>,
     /// Facts about the evidence itself (the alarm was deleted, the load balancer is gone, ...).
     pub notes: Vec<String>,
+    /// What changed around the breach.
+    pub changes: crate::changes::Timeline,
 }
 
 /// What every decider reads.
@@ -142,10 +145,11 @@ type Decider = fn(&Scope<'_>, &mut Decided);
 
 /// The deciders, in the order they run: later ones read what earlier ones
 /// decided (the culprit group, the workload's summary, the findings so far).
-const DECIDERS: [(&str, Decider); 7] = [
+const DECIDERS: [(&str, Decider); 8] = [
     ("the alarm's behaviour", alarm_behaviour),
     ("the traffic", traffic_behind_the_breach),
     ("the load balancer", load_balancer),
+    ("what changed", configuration::what_changed),
     ("the workload", workload_behind_the_culprit),
     ("outliers or broad slowness", outliers_or_broad_slowness),
     ("a dependency", waiting_downstream),
@@ -168,6 +172,7 @@ pub fn decide(
         decider(&scope, &mut decided);
     }
     registry::assign(&mut decided.findings);
+    decided.changes.mark_most_plausible(&decided.findings);
     decided
 }
 

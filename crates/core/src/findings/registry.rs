@@ -39,13 +39,14 @@ const fn row(id: FindingId, when_supported: WhenSupported) -> FindingKind {
 use WhenSupported::{Cause, CauseWhenCpuSaturated, Context};
 
 /// Every finding, in causal order.
-pub static FINDINGS: [FindingKind; 22] = [
+pub static FINDINGS: [FindingKind; 23] = [
     // Where: one group changed, all did, or none.
     row(FindingId::SharedLoadBalancerProblem, Cause),
     row(FindingId::ThresholdInsideNormalRange, Cause),
     // What set it off.
     row(FindingId::LowTrafficArtifact, Cause),
     row(FindingId::RecentDeploy, Cause),
+    row(FindingId::ConfigurationChange, Cause),
     // A scale-in sets the breach off as a deploy does.
     row(FindingId::HpaScalesInTooEagerly, Cause),
     row(FindingId::TargetErrors, Cause),

@@ -1222,12 +1222,34 @@ fn deploy(workload: &Workload, classification: &Classification) -> Finding {
             "The rollout time or the episode's start is unknown.".to_owned(),
         ),
     };
+    // What the rollout changed, when both revisions' templates were read.
+    let changed = workload
+        .deployment
+        .as_ref()
+        .and_then(|d| crate::changes::latest_rollout(&d.revisions))
+        .map(|(_, differences)| differences);
+    let what = changed.as_deref().map(what_the_rollout_changed);
+    if let Some(what) = &what {
+        evidence.push(Evidence::text(
+            "what the last rollout changed",
+            what.clone(),
+        ));
+    }
+    let summary = match (&what, verdict) {
+        (Some(what), Verdict::Supported) => format!("{summary} It {what}."),
+        _ => summary,
+    };
     Finding {
         role: Default::default(),
         id: FindingId::RecentDeploy,
         hypothesis: "A recent deploy caused it".to_owned(),
-        cause: (verdict == Verdict::Supported)
-            .then(|| "a deploy just before the first transition".to_owned()),
+        cause: (verdict == Verdict::Supported).then(|| match &changed {
+            Some(d) if !d.is_empty() => format!(
+                "a deploy just before the first transition ({})",
+                crate::changes::summary_of(d)
+            ),
+            _ => "a deploy just before the first transition".to_owned(),
+        }),
         ruled_out_by: match (verdict, rollout, started) {
             (Verdict::Refuted, Some(r), Some(s)) if r > s => Some(format!(
                 "deploy: {} after the episode began",
@@ -1244,6 +1266,20 @@ fn deploy(workload: &Workload, classification: &Classification) -> Finding {
         evidence,
         series: Vec::new(),
         facts: Facts::None,
+    }
+}
+
+/// `changed only the cpu limit (2 -> 500m)`, `changed the image (...), ...`.
+fn what_the_rollout_changed(
+    differences: &[crate::changes::template::TemplateDifference],
+) -> String {
+    match differences {
+        [] => "changed nothing in the pod template (a restart of the same revision)".to_owned(),
+        [only] => format!(
+            "changed only the {} ({} -> {})",
+            only.field, only.before, only.after
+        ),
+        _ => format!("changed {}", crate::changes::summary_of(differences)),
     }
 }
 

@@ -132,6 +132,12 @@ pub fn first_message(d: &Diagnosis) -> Value {
         let ruled: Vec<String> = b.ruled_out.iter().map(|r| escape(r)).collect();
         blocks.push(context(&format!("*Ruled out:* {}", ruled.join("; "))));
     }
+    if let Some(changed) = &d.what_changed {
+        blocks.push(context(&format!(
+            "*What changed:* {}",
+            escape(&truncate(changed, MAX_SECTION_TEXT - 40))
+        )));
+    }
     if !b.steps.is_empty() {
         let steps: Vec<String> = b
             .steps
@@ -296,6 +302,26 @@ pub fn details(d: &Diagnosis) -> Value {
             "request",
             "limit",
             escape_code(&rows.join("\n"))
+        )));
+    }
+    if !d.changes.is_empty() {
+        let lines: Vec<String> = d
+            .changes
+            .iter()
+            .rev()
+            .take(12)
+            .map(|c| {
+                format!(
+                    "{} {}{}",
+                    if c.most_plausible { "★" } else { "•" },
+                    escape(&c.line()),
+                    if c.automatic { " _(automatic)_" } else { "" }
+                )
+            })
+            .collect();
+        blocks.push(mrkdwn_section(&truncate(
+            &format!("*Changes* (newest first)\n{}", lines.join("\n")),
+            MAX_SECTION_TEXT,
         )));
     }
     if !d.evidence_gaps.is_empty() {

@@ -25,6 +25,7 @@ pub fn render(d: &Diagnosis) -> String {
     behaviour_section(&mut out, d);
     findings_section(&mut out, d);
     workload_section(&mut out, d);
+    changes_section(&mut out, d);
     gaps_section(&mut out, d);
     next_steps_section(&mut out, d);
     links_section(&mut out, d);
@@ -127,6 +128,11 @@ pub fn first_screen(d: &Diagnosis) -> Vec<String> {
             lines
         })
         .collect();
+    let changed = d
+        .what_changed
+        .as_deref()
+        .map(|c| wrapped_lines("", &one_line(c), 2))
+        .unwrap_or_default();
     let not_checked = if b.not_checked.is_empty() {
         Vec::new()
     } else {
@@ -139,6 +145,7 @@ pub fn first_screen(d: &Diagnosis) -> Vec<String> {
             &top,
             &causes[..cause_count],
             &ruled_out(ruled_lines),
+            &changed,
             &steps[..step_count],
             &not_checked,
         );
@@ -163,6 +170,7 @@ fn assemble_first_screen(
     top: &[String],
     causes: &[Vec<String>],
     ruled_out: &[String],
+    changed: &[String],
     steps: &[Vec<String>],
     not_checked: &[String],
 ) -> Vec<String> {
@@ -173,6 +181,7 @@ fn assemble_first_screen(
         lines.extend(causes.iter().flatten().cloned());
     }
     lines.extend(ruled_out.iter().cloned());
+    lines.extend(changed.iter().cloned());
     if !steps.is_empty() {
         lines.push("Next steps (proposals; alarm-triage changes nothing)".to_owned());
         lines.extend(steps.iter().flatten().cloned());
@@ -370,6 +379,29 @@ fn workload_section(out: &mut String, d: &Diagnosis) {
         );
         out.push('\n');
     }
+}
+
+/// The timeline of changes, oldest first, each against the breach's start.
+fn changes_section(out: &mut String, d: &Diagnosis) {
+    if d.changes.is_empty() {
+        return;
+    }
+    out.push_str("CHANGES (oldest first; * the most plausible)\n");
+    for c in &d.changes {
+        push_wrapped(
+            out,
+            if c.most_plausible { "  * " } else { "  - " },
+            &one_line(&format!(
+                "{}{}",
+                c.line(),
+                if c.automatic { " (automatic)" } else { "" }
+            )),
+        );
+        for detail in &c.details {
+            push_wrapped(out, "      ", &one_line(detail));
+        }
+    }
+    out.push('\n');
 }
 
 /// What could not be read, and why.

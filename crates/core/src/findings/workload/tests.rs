@@ -69,6 +69,7 @@ fn workload(pods: Vec<PodInfo>, hpa: Option<HpaInfo>, rollout_minutes_ago: i64) 
             strategy: Some("RollingUpdate".into()),
             revision: Some("14".into()),
             last_rollout: Some(now() - Duration::minutes(rollout_minutes_ago)),
+            revisions: Vec::new(),
         }),
         hpa,
         snapshot: Some(vec![PodUsage {
@@ -79,6 +80,7 @@ fn workload(pods: Vec<PodInfo>, hpa: Option<HpaInfo>, rollout_minutes_ago: i64) 
         nodes: vec![],
         provisioning: None,
         partial: vec![],
+        activity: Default::default(),
     }
 }
 

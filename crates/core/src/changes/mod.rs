@@ -1,0 +1,587 @@
+//! What changed before the breach: rollouts (with what each revision
+//! changed), the HPA and the node autoscalers acting, ConfigMaps the pods
+//! read, and changes made through the AWS API to the load balancer, its
+//! listeners, target groups, security groups and the cluster's node groups.
+//! One timeline, each change placed against the breach's start, and the one
+//! change that most plausibly relates to the causes picked out for the
+//! first screen. Pure: built from what the gathering read.
+
+pub mod template;
+pub mod trail;
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::classify::human_duration;
+use crate::diagnosis::finding::Role;
+use crate::diagnosis::{Finding, FindingId, Verdict};
+use crate::evidence::changes::{ClusterEvent, RequestPath, Revision, TrailEvidence};
+use crate::evidence::workload::Workload;
+
+/// How far before the breach the timeline looks.
+pub const LOOKBACK: Duration = Duration::hours(6);
+
+/// CloudTrail delivers a record 5 to 15 minutes after the call.
+pub const TRAIL_DELIVERY_LAG: Duration = Duration::minutes(15);
+
+/// What kind of thing changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeKind {
+    Rollout,
+    Scaling,
+    Capacity,
+    ConfigMap,
+    LoadBalancer,
+    Listener,
+    TargetGroup,
+    Targets,
+    SecurityGroup,
+    NodeGroup,
+}
+
+/// Where the change was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeOrigin {
+    Kubernetes,
+    #[serde(rename = "cloudtrail")]
+    CloudTrail,
+}
+
+/// What a change touched: what relates it to a cause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Aspect {
+    /// A rollout whose content is unknown (its template was not read).
+    Code,
+    Image,
+    Command,
+    Environment,
+    Config,
+    CpuLimit,
+    CpuRequest,
+    Memory,
+    Probes,
+    Ports,
+    Scheduling,
+    Replicas,
+    ScaleOut,
+    ScaleIn,
+    Nodes,
+    HealthCheck,
+    TargetGroupAttributes,
+    TargetMembership,
+    Routing,
+    LoadBalancerAttributes,
+    Network,
+}
+
+impl Aspect {
+    /// Whether a change to this could set off `finding`.
+    pub fn relates_to(self, finding: &FindingId) -> bool {
+        use Aspect as A;
+        use FindingId as F;
+        let code = matches!(
+            finding,
+            F::RecentDeploy
+                | F::TargetErrors
+                | F::PodRestarts
+                | F::DownstreamWait
+                | F::ProbeFailures
+                | F::UnhealthyTargets
+                | F::LoadBalancerErrors
+                | F::PodImbalance
+        );
+        match self {
+            A::Code | A::Image | A::Command | A::Environment | A::Config => code,
+            A::CpuLimit => matches!(
+                finding,
+                F::RecentDeploy
+                    | F::CpuThrottling
+                    | F::WorkerCeiling
+                    | F::HpaCannotReact
+                    | F::ProbeFailures
+                    | F::HealthCheckTimeout
+            ),
+            A::CpuRequest => matches!(
+                finding,
+                F::RecentDeploy | F::HpaCannotReact | F::PendingPods | F::NodesBlocked
+            ),
+            A::Memory => matches!(
+                finding,
+                F::RecentDeploy | F::PodRestarts | F::PendingPods | F::NodesBlocked
+            ),
+            A::Probes => matches!(
+                finding,
+                F::RecentDeploy
+                    | F::ProbeFailures
+                    | F::PodRestarts
+                    | F::UnhealthyTargets
+                    | F::HealthCheckTimeout
+                    | F::LoadBalancerErrors
+            ),
+            A::Ports => matches!(
+                finding,
+                F::RecentDeploy
+                    | F::UnhealthyTargets
+                    | F::ProbeFailures
+                    | F::LoadBalancerErrors
+                    | F::TargetErrors
+            ),
+            A::Scheduling => matches!(
+                finding,
+                F::RecentDeploy | F::PendingPods | F::NodesBlocked | F::PodImbalance
+            ),
+            A::Replicas => matches!(
+                finding,
+                F::RecentDeploy | F::WorkerCeiling | F::CpuThrottling | F::HpaCannotReact
+            ),
+            A::ScaleIn => matches!(finding, F::HpaScalesInTooEagerly | F::WorkerCeiling),
+            A::ScaleOut => matches!(finding, F::PendingPods | F::NodesBlocked),
+            A::Nodes => matches!(
+                finding,
+                F::PendingPods | F::NodesBlocked | F::PodRestarts | F::UnhealthyTargets
+            ),
+            A::HealthCheck => matches!(
+                finding,
+                F::ConfigurationChange
+                    | F::UnhealthyTargets
+                    | F::HealthCheckTimeout
+                    | F::LoadBalancerErrors
+            ),
+            A::TargetMembership => matches!(
+                finding,
+                F::ConfigurationChange
+                    | F::UnhealthyTargets
+                    | F::LoadBalancerErrors
+                    | F::PodImbalance
+            ),
+            A::TargetGroupAttributes => matches!(
+                finding,
+                F::ConfigurationChange
+                    | F::LoadBalancerErrors
+                    | F::PodImbalance
+                    | F::LeastOutstandingRequests
+            ),
+            A::Routing | A::LoadBalancerAttributes => matches!(
+                finding,
+                F::ConfigurationChange
+                    | F::LoadBalancerErrors
+                    | F::TargetErrors
+                    | F::SharedLoadBalancerProblem
+            ),
+            A::Network => matches!(
+                finding,
+                F::ConfigurationChange
+                    | F::UnhealthyTargets
+                    | F::LoadBalancerErrors
+                    | F::HealthCheckTimeout
+                    | F::SharedLoadBalancerProblem
+            ),
+        }
+    }
+}
+
+/// One change, placed against the breach.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    pub kind: ChangeKind,
+    pub at: DateTime<Utc>,
+    pub source: ChangeOrigin,
+    /// What changed: `deployment payments/ledger`, `target group k8s-...`.
+    pub subject: String,
+    /// How, in one line: `revision 18: cpu limit 2 -> 500m`.
+    pub summary: String,
+    /// Each difference, who made it, how far the rollout got.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub details: Vec<String>,
+    /// The principal (a role and session, a user), when the source says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// Made by a controller reacting (the HPA, Karpenter, the load balancer
+    /// controller registering pods), not by a person or a pipeline.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub automatic: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aspects: Vec<Aspect>,
+    /// Seconds from the breach's start; negative before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_seconds: Option<i64>,
+    /// The change the first screen names.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub most_plausible: bool,
+}
+
+impl Change {
+    /// `7 min before`, `2 min after`, `at the breach's start`.
+    pub fn when(&self) -> String {
+        match self.offset_seconds {
+            Some(s) if s < -59 => format!("{} before", human_duration(Duration::seconds(-s))),
+            Some(s) if s > 59 => format!("{} after", human_duration(Duration::seconds(s))),
+            Some(_) => "at the breach's start".to_owned(),
+            None => self.at.format("%H:%M UTC").to_string(),
+        }
+    }
+
+    /// `7 min before: deployment payments/ledger: revision 18: cpu limit 2 -> 500m`.
+    pub fn line(&self) -> String {
+        format!("{}: {}: {}", self.when(), self.subject, self.summary)
+    }
+
+    fn came_before(&self, grace: Duration) -> bool {
+        self.offset_seconds
+            .is_some_and(|s| s <= grace.num_seconds())
+    }
+
+    fn relates_to(&self, finding: &FindingId) -> bool {
+        self.aspects.iter().any(|a| a.relates_to(finding))
+    }
+}
+
+/// Everything that changed around the breach, oldest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timeline {
+    pub changes: Vec<Change>,
+    /// The start of the breach the offsets count from.
+    pub breach_start: Option<DateTime<Utc>>,
+    /// The cluster's side was read (the workload's revisions and events).
+    pub kubernetes_read: bool,
+    /// CloudTrail answered at least the load balancer's lookup.
+    pub trail_read: bool,
+    pub notes: Vec<String>,
+}
+
+/// What the timeline is built from.
+#[derive(Debug, Clone, Copy)]
+pub struct Sources<'a> {
+    pub workload: Option<&'a Workload>,
+    pub trail: Option<&'a TrailEvidence>,
+    pub path: &'a RequestPath,
+    pub breach_start: Option<DateTime<Utc>>,
+    pub now: DateTime<Utc>,
+}
+
+impl Timeline {
+    /// Every change from `LOOKBACK` before the breach's start until now.
+    pub fn build(sources: Sources<'_>) -> Self {
+        let mut changes = Vec::new();
+        if let Some(workload) = sources.workload {
+            changes.extend(rollouts(workload));
+            changes.extend(
+                workload
+                    .activity
+                    .scaling
+                    .iter()
+                    .map(|e| scaling(e, workload.hpa.as_ref().map(|h| h.name.as_str()))),
+            );
+            changes.extend(capacity(&workload.activity.capacity));
+            changes.extend(config_maps(workload));
+        }
+        if let Some(trail) = sources.trail {
+            let mut seen = std::collections::BTreeSet::new();
+            changes.extend(
+                trail
+                    .events
+                    .iter()
+                    .filter(|e| seen.insert(e.id.clone()))
+                    .filter_map(|e| trail::interpret(e, sources.path)),
+            );
+        }
+        let anchor = sources.breach_start.unwrap_or(sources.now);
+        let from = anchor - LOOKBACK;
+        changes.retain(|c| c.at >= from && c.at <= sources.now);
+        changes.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.subject.cmp(&b.subject)));
+        for change in &mut changes {
+            change.offset_seconds = sources
+                .breach_start
+                .map(|start| (change.at - start).num_seconds());
+        }
+        let trail_read = sources.trail.is_some_and(|t| !t.read.is_empty());
+        let mut notes = Vec::new();
+        if let Some(trail) = sources.trail.filter(|_| trail_read) {
+            if sources.now - anchor < TRAIL_DELIVERY_LAG {
+                notes.push(
+                    "CloudTrail delivers records 5 to 15 minutes after the call: an AWS change in the last minutes may not show yet".to_owned(),
+                );
+            }
+            for lookup in &trail.truncated {
+                notes.push(format!(
+                    "CloudTrail's {} lookup stopped at its page bound: older changes may be missing",
+                    lookup.describe()
+                ));
+            }
+        }
+        Timeline {
+            changes,
+            breach_start: sources.breach_start,
+            kubernetes_read: sources.workload.is_some(),
+            trail_read,
+            notes,
+        }
+    }
+
+    /// Marks the change that most plausibly set off the supported causes:
+    /// one that came before the breach (a period's grace) and touched what a
+    /// cause is about; made by someone rather than a controller reacting,
+    /// then the latest.
+    pub fn mark_most_plausible(&mut self, findings: &[Finding]) {
+        let causes: Vec<&FindingId> = findings
+            .iter()
+            .filter(|f| f.verdict == Verdict::Supported && f.role == Role::Cause)
+            .map(|f| &f.id)
+            .collect();
+        let best = self
+            .changes
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c.came_before(Duration::minutes(1)))
+            .filter(|(_, c)| causes.iter().any(|id| c.relates_to(id)))
+            .max_by_key(|(_, c)| (!c.automatic, c.at))
+            .map(|(i, _)| i);
+        for (i, change) in self.changes.iter_mut().enumerate() {
+            change.most_plausible = Some(i) == best;
+        }
+    }
+
+    /// The change marked most plausible.
+    pub fn most_plausible(&self) -> Option<&Change> {
+        self.changes.iter().find(|c| c.most_plausible)
+    }
+
+    /// The first screen's line about change.
+    pub fn headline(&self) -> Option<String> {
+        if let Some(change) = self.most_plausible() {
+            return Some(format!("Changed {}", change.line()));
+        }
+        if !self.kubernetes_read && !self.trail_read {
+            return None;
+        }
+        let before: Vec<&Change> = self
+            .changes
+            .iter()
+            .filter(|c| c.came_before(Duration::minutes(1)))
+            .collect();
+        let unread = match (self.kubernetes_read, self.trail_read) {
+            (true, false) => " (CloudTrail not read)",
+            (false, true) => " (the cluster not read)",
+            _ => "",
+        };
+        match before.iter().rev().find(|c| !c.automatic) {
+            Some(last) => Some(format!(
+                "No change linked to the causes; the last: {}",
+                last.line()
+            )),
+            None => {
+                let reactions = before.len();
+                Some(format!(
+                    "No change in the {} h before the breach{unread}{}",
+                    LOOKBACK.num_hours(),
+                    match reactions {
+                        0 => String::new(),
+                        1 => "; only the cluster reacting once (see Changes)".to_owned(),
+                        n => format!("; only the cluster reacting, {n} times (see Changes)"),
+                    }
+                ))
+            }
+        }
+    }
+}
+
+/// Each revision created in the window, with what it changed from the one before.
+fn rollouts(workload: &Workload) -> Vec<Change> {
+    let Some(deployment) = &workload.deployment else {
+        return Vec::new();
+    };
+    let subject = format!(
+        "deployment {}/{}",
+        workload.service.namespace, deployment.name
+    );
+    let revisions = &deployment.revisions;
+    revisions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, revision)| {
+            let at = revision.created?;
+            // Revisions are newest first: the one before is the next.
+            let previous = revisions.get(i + 1);
+            let differences = previous.and_then(|p| template::diff(p, revision));
+            let number = revision
+                .number
+                .map_or_else(|| revision.replica_set.clone(), |n| format!("revision {n}"));
+            let (summary, aspects, mut details) = match (&differences, previous) {
+                (Some(d), _) if !d.is_empty() => (
+                    format!("{number}: {}", summary_of(d)),
+                    d.iter().map(|d| d.aspect).collect(),
+                    d.iter()
+                        .map(template::TemplateDifference::describe)
+                        .collect(),
+                ),
+                (Some(_), _) => (
+                    format!("{number}: the same pod template as before (a restart)"),
+                    vec![Aspect::Code],
+                    Vec::new(),
+                ),
+                (None, Some(_)) => (
+                    format!("{number} rolled out (its template could not be compared)"),
+                    vec![Aspect::Code],
+                    Vec::new(),
+                ),
+                (None, None) => (
+                    format!("{number} rolled out"),
+                    vec![Aspect::Code],
+                    Vec::new(),
+                ),
+            };
+            if let (Some(ready), Some(wanted)) =
+                (revision.ready_replicas, revision.desired_replicas)
+                && i == 0
+            {
+                details.push(format!("rollout: {ready} of {wanted} pods ready"));
+            }
+            Some(Change {
+                kind: ChangeKind::Rollout,
+                at,
+                source: ChangeOrigin::Kubernetes,
+                subject: subject.clone(),
+                summary,
+                details,
+                by: None,
+                automatic: false,
+                aspects,
+                offset_seconds: None,
+                most_plausible: false,
+            })
+        })
+        .collect()
+}
+
+/// `cpu limit 2 -> 500m, image ledger:2.3.0 -> 2.4.0 and 2 more`.
+pub fn summary_of(differences: &[template::TemplateDifference]) -> String {
+    const SHOWN: usize = 3;
+    let mut text = differences
+        .iter()
+        .take(SHOWN)
+        .map(template::TemplateDifference::describe)
+        .collect::<Vec<_>>()
+        .join(", ");
+    if differences.len() > SHOWN {
+        text.push_str(&format!(" and {} more", differences.len() - SHOWN));
+    }
+    text
+}
+
+/// The newest revision and what it changed from the one before, when both
+/// templates were read.
+pub fn latest_rollout(
+    revisions: &[Revision],
+) -> Option<(&Revision, Vec<template::TemplateDifference>)> {
+    let newest = revisions.first()?;
+    let differences = template::diff(revisions.get(1)?, newest)?;
+    Some((newest, differences))
+}
+
+fn scaling(event: &ClusterEvent, hpa: Option<&str>) -> Change {
+    let inward = event.message.contains("below target");
+    Change {
+        kind: ChangeKind::Scaling,
+        at: event.first_seen.or(event.last_seen).unwrap_or_default(),
+        source: ChangeOrigin::Kubernetes,
+        subject: format!(
+            "HPA {}",
+            hpa.unwrap_or_else(|| event.object.rsplit('/').next().unwrap_or(&event.object))
+        ),
+        summary: event.message.clone(),
+        details: if event.count > 1 {
+            vec![format!("{} times", event.count)]
+        } else {
+            Vec::new()
+        },
+        by: None,
+        automatic: true,
+        aspects: vec![if inward {
+            Aspect::ScaleIn
+        } else {
+            Aspect::ScaleOut
+        }],
+        offset_seconds: None,
+        most_plausible: false,
+    }
+}
+
+/// Karpenter's and the autoscaler's events, one change per component and reason.
+fn capacity(events: &[ClusterEvent]) -> Vec<Change> {
+    let mut groups: std::collections::BTreeMap<(&str, &str), Vec<&ClusterEvent>> =
+        Default::default();
+    for event in events {
+        groups
+            .entry((event.component.as_str(), event.reason.as_str()))
+            .or_default()
+            .push(event);
+    }
+    groups
+        .into_iter()
+        .filter_map(|((component, reason), events)| {
+            let at = events
+                .iter()
+                .filter_map(|e| e.first_seen.or(e.last_seen))
+                .min()?;
+            let count: u32 = events.iter().map(|e| e.count.max(1)).sum();
+            let latest = events.iter().max_by_key(|e| e.last_seen)?;
+            Some(Change {
+                kind: ChangeKind::Capacity,
+                at,
+                source: ChangeOrigin::Kubernetes,
+                subject: component.to_owned(),
+                summary: format!("{reason} x{count}: {}", latest.message),
+                details: events
+                    .iter()
+                    .take(3)
+                    .map(|e| format!("{}: {}", e.object, e.message))
+                    .collect(),
+                by: None,
+                automatic: true,
+                aspects: vec![Aspect::Nodes],
+                offset_seconds: None,
+                most_plausible: false,
+            })
+        })
+        .collect()
+}
+
+/// ConfigMaps the current pod template reads that were written in the window.
+fn config_maps(workload: &Workload) -> Vec<Change> {
+    let read: Vec<&String> = workload
+        .deployment
+        .as_ref()
+        .and_then(|d| d.revisions.first())
+        .and_then(|r| r.template.as_ref())
+        .map(|t| t.config_maps.iter().collect())
+        .unwrap_or_default();
+    workload
+        .activity
+        .config_maps
+        .iter()
+        .filter(|c| read.contains(&&c.name))
+        .filter_map(|c| {
+            Some(Change {
+                kind: ChangeKind::ConfigMap,
+                at: c.changed_at?,
+                source: ChangeOrigin::Kubernetes,
+                subject: format!("configmap {}/{}", workload.service.namespace, c.name),
+                summary:
+                    "updated (the pods read it; running pods see it only on restart or reload)"
+                        .to_owned(),
+                details: Vec::new(),
+                by: None,
+                automatic: false,
+                aspects: vec![Aspect::Config],
+                offset_seconds: None,
+                most_plausible: false,
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

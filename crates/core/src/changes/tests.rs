@@ -1,0 +1,166 @@
+use chrono::{Duration, TimeZone, Utc};
+
+use super::*;
+use crate::diagnosis::Facts;
+use crate::evidence::changes::{ClusterEvent, TrailEvent, TrailLookup};
+
+fn breach() -> DateTime<Utc> {
+    Utc.with_ymd_and_hms(2026, 12, 1, 10, 0, 0).unwrap()
+}
+
+const GROUP: &str = "arn:aws:elasticloadbalancing:eu-west-1:1:targetgroup/k8s-shop-cart-1a/0a";
+
+fn path() -> RequestPath {
+    RequestPath {
+        load_balancer_arn: Some(
+            "arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/app/k8s-shop/5d".into(),
+        ),
+        load_balancer_dimension: Some("app/k8s-shop/5d".into()),
+        target_groups: [(GROUP.to_owned(), "k8s-shop-cart-1a".to_owned())].into(),
+        security_groups: vec!["sg-alb".into()],
+        cluster: None,
+    }
+}
+
+fn trail(events: Vec<TrailEvent>) -> TrailEvidence {
+    TrailEvidence {
+        events,
+        read: TrailLookup::ALL.to_vec(),
+        ..TrailEvidence::default()
+    }
+}
+
+fn health_check_edit(minutes_before: i64) -> TrailEvent {
+    TrailEvent {
+        id: format!("hc-{minutes_before}"),
+        name: "ModifyTargetGroup".into(),
+        at: breach() - Duration::minutes(minutes_before),
+        source: "elasticloadbalancing.amazonaws.com".into(),
+        username: None,
+        resources: Vec::new(),
+        record: Some(
+            serde_json::json!({
+                "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::1:user/sam"},
+                "readOnly": false,
+                "requestParameters": {"targetGroupArn": GROUP, "healthCheckPath": "/health"},
+            })
+            .to_string(),
+        ),
+    }
+}
+
+fn rescale(minutes_before: i64) -> ClusterEvent {
+    ClusterEvent {
+        component: "horizontal-pod-autoscaler".into(),
+        object: "HorizontalPodAutoscaler/cart".into(),
+        reason: "SuccessfulRescale".into(),
+        message:
+            "New size: 6; reason: cpu resource utilization (percentage of request) above target"
+                .into(),
+        count: 1,
+        first_seen: Some(breach() - Duration::minutes(minutes_before)),
+        last_seen: Some(breach() - Duration::minutes(minutes_before)),
+    }
+}
+
+fn supported_cause(id: FindingId) -> Finding {
+    Finding {
+        role: Role::Cause,
+        id,
+        hypothesis: String::new(),
+        cause: None,
+        ruled_out_by: None,
+        verdict: Verdict::Supported,
+        summary: String::new(),
+        evidence: Vec::new(),
+        series: Vec::new(),
+        facts: Facts::None,
+    }
+}
+
+fn timeline_of(trail_events: Vec<TrailEvent>, workload: Option<&Workload>) -> Timeline {
+    let path = path();
+    let trail = trail(trail_events);
+    Timeline::build(Sources {
+        workload,
+        trail: Some(&trail),
+        path: &path,
+        breach_start: Some(breach()),
+        now: breach() + Duration::minutes(20),
+    })
+}
+
+#[test]
+fn changes_are_placed_against_the_breach_oldest_first_within_six_hours() {
+    let timeline = timeline_of(
+        vec![
+            health_check_edit(10),
+            health_check_edit(45),
+            health_check_edit(7 * 60),
+        ],
+        None,
+    );
+    let offsets: Vec<Option<i64>> = timeline.changes.iter().map(|c| c.offset_seconds).collect();
+    assert_eq!(offsets, [Some(-45 * 60), Some(-10 * 60)]);
+    assert_eq!(timeline.changes[1].when(), "10 min before");
+}
+
+#[test]
+fn the_change_that_touched_what_a_cause_is_about_is_the_most_plausible() {
+    let mut workload = crate::fixtures::workload();
+    workload.activity.scaling = vec![rescale(5)];
+    let mut timeline = timeline_of(vec![health_check_edit(10)], Some(&workload));
+    timeline.mark_most_plausible(&[supported_cause(FindingId::UnhealthyTargets)]);
+    let chosen = timeline.most_plausible().unwrap();
+    assert_eq!(chosen.kind, ChangeKind::TargetGroup);
+    assert_eq!(
+        timeline.headline().unwrap(),
+        "Changed 10 min before: target group k8s-shop-cart-1a: health-check path -> /health"
+    );
+}
+
+#[test]
+fn a_change_after_the_breach_began_is_never_the_most_plausible() {
+    let mut timeline = timeline_of(vec![health_check_edit(-5)], None);
+    timeline.mark_most_plausible(&[supported_cause(FindingId::UnhealthyTargets)]);
+    assert!(timeline.most_plausible().is_none());
+}
+
+#[test]
+fn with_nothing_changed_the_headline_says_so_and_names_only_reactions() {
+    let mut workload = crate::fixtures::workload();
+    workload.activity.scaling = vec![rescale(30)];
+    let mut timeline = timeline_of(Vec::new(), Some(&workload));
+    timeline.mark_most_plausible(&[supported_cause(FindingId::WorkerCeiling)]);
+    assert_eq!(
+        timeline.headline().unwrap(),
+        "No change in the 6 h before the breach; only the cluster reacting once (see Changes)"
+    );
+}
+
+#[test]
+fn with_neither_side_read_nothing_is_claimed() {
+    let path = path();
+    let timeline = Timeline::build(Sources {
+        workload: None,
+        trail: None,
+        path: &path,
+        breach_start: Some(breach()),
+        now: breach(),
+    });
+    assert_eq!(timeline.headline(), None);
+}
+
+#[test]
+fn a_recent_breach_warns_that_cloudtrail_lags() {
+    let path = path();
+    let trail = trail(Vec::new());
+    let timeline = Timeline::build(Sources {
+        workload: None,
+        trail: Some(&trail),
+        path: &path,
+        breach_start: Some(breach()),
+        now: breach() + Duration::minutes(4),
+    });
+    assert!(timeline.notes[0].contains("5 to 15 minutes"));
+}
