@@ -5,7 +5,15 @@ with the real API paths and JSON shapes, enough for kube-rs clients:
 
 - core/v1 and group APIs: get and list (with labelSelector and fieldSelector)
   for any kind present in the manifests (pods, services, endpoints, events,
-  nodes, ...), namespaced and cluster-wide;
+  configmaps, nodes, ...), namespaced and cluster-wide (/api/v1/events);
+- field selectors as the API server reads them: a field the object lacks is
+  "", an Event's `source` is its source.component, and Events and Pods accept
+  only their own field labels (any other: 400 "field label not supported");
+- metadata-only answers, as kube-rs's list_metadata and get_metadata ask with
+  `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`
+  (or `as=PartialObjectMetadata` for a get): the objects' metadata alone, in a
+  meta.k8s.io/v1 PartialObjectMetadataList (406 for an `as=` form that cannot
+  be given, such as a list form asked of a get, with no plain JSON beside it);
 - apps/v1 deployments and replicasets, autoscaling/v2 and v1 HPAs (a v2 HPA
   is also served as v1, as the API server converts between versions);
 - metrics.k8s.io/v1beta1 PodMetrics and elbv2.k8s.aws/v1beta1 TargetGroupBindings;
@@ -211,14 +219,61 @@ def label_matches(labels: dict[str, str], selector: str) -> bool:
     return True
 
 
-def field_matches(obj: dict[str, Any], selector: str) -> bool:
+# Field labels whose path in the object differs from the label, per resource:
+# an Event's `source` is its source.component (the component that reported it).
+FIELD_ALIASES = {
+    ("", "events"): {"source": "source.component"},
+}
+# The field labels the API server accepts for these resources (any other is
+# refused with 400 "field label not supported"); other resources are not checked.
+SUPPORTED_FIELDS = {
+    ("", "events"): {
+        "metadata.name", "metadata.namespace", "involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
+        "involvedObject.uid", "involvedObject.apiVersion", "involvedObject.resourceVersion", "involvedObject.fieldPath",
+        "reason", "reportingComponent", "source", "type",
+    },
+    ("", "pods"): {
+        "metadata.name", "metadata.namespace", "spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+        "spec.serviceAccountName", "spec.hostNetwork", "status.phase", "status.podIP", "status.podIPs",
+        "status.nominatedNodeName",
+    },
+}
+
+
+def _field_requirements(selector: str) -> list[tuple[str, str, bool]]:
+    """`type=Warning,reason!=BackOff` -> [(label, value, negated)]."""
+    out = []
     for requirement in selector.split(","):
+        if not requirement.strip():
+            continue
         negate = "!=" in requirement
-        path, value = requirement.replace("!=", "=").replace("==", "=").split("=", 1)
+        if "=" not in requirement:
+            raise ValueError(f"invalid selector: '{selector}'; can't understand '{requirement}'")
+        label, value = requirement.replace("!=", "=").replace("==", "=").split("=", 1)
+        out.append((label.strip(), value.strip(), negate))
+    return out
+
+
+def unsupported_field(selector: str, group: str, resource: str) -> str | None:
+    """The first field label of `selector` the API server would refuse for this resource, or None."""
+    supported = SUPPORTED_FIELDS.get((group, resource))
+    if supported is None:
+        return None
+    for label, _, _ in _field_requirements(selector):
+        if label not in supported:
+            return label
+    return None
+
+
+def field_matches(obj: dict[str, Any], selector: str, group: str = "", resource: str = "") -> bool:
+    aliases = FIELD_ALIASES.get((group, resource), {})
+    for label, value, negate in _field_requirements(selector):
         current: Any = obj
-        for part in path.strip().split("."):
+        for part in aliases.get(label, label).split("."):
             current = current.get(part) if isinstance(current, dict) else None
-        if (str(current) == value.strip()) == negate:
+        # A field the object does not have is the empty string, as the API server compares it.
+        text = "" if current is None else (str(current).lower() if isinstance(current, bool) else str(current))
+        if (text == value) == negate:
             return False
     return True
 
@@ -262,6 +317,39 @@ def in_version(obj: dict[str, Any], group: str, version: str) -> dict[str, Any]:
     if group == "autoscaling" and stored_version != version:
         return hpa_as_v1(obj) if version == "v1" else hpa_as_v2(obj)
     return obj
+
+
+# --- metadata-only answers -----------------------------------------------------------
+
+PARTIAL_CONTENT_TYPE = "application/json;as={kind};g=meta.k8s.io;v=v1"
+
+
+def metadata_only(accept: str, single: bool) -> str | bool:
+    """Whether the Accept header asks for PartialObjectMetadata (a get) or
+    PartialObjectMetadataList (a list), as kube-rs's get_metadata and
+    list_metadata do. The first media type the server can give wins; a header
+    that only names `as=` forms it cannot give is "unacceptable" (406)."""
+    wanted = "PartialObjectMetadata" if single else "PartialObjectMetadataList"
+    refused = False
+    for media in accept.split(","):
+        parts = [p.strip() for p in media.split(";")]
+        kind = parts[0].lower()
+        parameters = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+        if kind not in ("application/json", "application/*", "*/*"):
+            continue
+        as_kind = parameters.get("as")
+        if as_kind is None:
+            return False
+        if as_kind == wanted and parameters.get("g", "meta.k8s.io") == "meta.k8s.io" and parameters.get("v", "v1") in ("v1", "v1beta1"):
+            return True
+        refused = True  # e.g. a list form asked of a get, or Table: not served here
+    # Only JSON is served; a header naming no JSON at all gets JSON as before.
+    return "unacceptable" if refused else False
+
+
+def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
+    """An object as PartialObjectMetadata: its metadata alone."""
+    return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj["metadata"]}
 
 
 # --- the server -------------------------------------------------------------------
@@ -419,17 +507,39 @@ class Handler(BaseHTTPRequestHandler):
             return
 
         objects = [in_version(o, group, version) for o in store.find(group, resource, namespace)]
+        wanted = metadata_only(self.headers.get("Accept", ""), single=name is not None)
+        if wanted == "unacceptable":
+            self._send(406, status(406, "NotAcceptable", "only the following media types are accepted: application/json, "
+                                   "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1, "
+                                   "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"))
+            return
         if name is not None:
             for obj in objects:
                 if obj["metadata"]["name"] == name:
-                    self._send(200, obj)
+                    if wanted:
+                        self._send(200, partial_metadata(obj), PARTIAL_CONTENT_TYPE.format(kind="PartialObjectMetadata"))
+                    else:
+                        self._send(200, obj)
                     return
             self._send(404, status(404, "NotFound", f'{resource} "{name}" not found'))
             return
         if "labelSelector" in query:
             objects = [o for o in objects if label_matches(o["metadata"].get("labels", {}) or {}, query["labelSelector"])]
         if "fieldSelector" in query:
-            objects = [o for o in objects if field_matches(o, query["fieldSelector"])]
+            try:
+                refused = unsupported_field(query["fieldSelector"], group, resource)
+            except ValueError as error:
+                self._send(400, status(400, "BadRequest", str(error)))
+                return
+            if refused is not None:
+                self._send(400, status(400, "BadRequest", f"field label not supported: {refused}"))
+                return
+            objects = [o for o in objects if field_matches(o, query["fieldSelector"], group, resource)]
+        if wanted:
+            self._send(200, {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList",
+                             "metadata": {"resourceVersion": "1"}, "items": [partial_metadata(o) for o in objects]},
+                       PARTIAL_CONTENT_TYPE.format(kind="PartialObjectMetadataList"))
+            return
         kind = next((k for k, v in KINDS.items() if v[0] == resource and (group != "metrics.k8s.io") == (not k.endswith("Metrics"))), "")
         api_version = f"{group}/{version}" if group else version
         self._send(200, {"kind": f"{kind}List", "apiVersion": api_version, "metadata": {"resourceVersion": "1"}, "items": objects})

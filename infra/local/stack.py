@@ -27,6 +27,10 @@ one emulator, retried --lambda-retries times (default 0, so a test can retry
 by hand), then recorded in the failed-events queue (FAILED_EVENTS_QUEUE_URL).
 EventBridge events go through the same bridge (POST /eventbridge).
 
+A world's `changes` become CloudTrail's event history (LookupEvents, see
+moto_world/cloudtrail_ext.py), loaded in the world's account and region with
+the ARNs and ids moto gave its resources.
+
 A world with an `organisation` lives in a member account: everything of the
 world is seeded there through a role assumed from the central account, where
 the function runs with the credentials of its role alarm-triage-diagnose
@@ -527,13 +531,20 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
         c["ec2"].create_subnet(VpcId=vpc, CidrBlock=f"10.20.{i}.0/24", AvailabilityZone=zone)["Subnet"]["SubnetId"]
         for i, zone in enumerate(zones)
     ]
-    security_group = c["ec2"].create_security_group(GroupName="k8s-alb", Description="alb", VpcId=vpc)["GroupId"]
+    security_group_ids = {worlds.DEFAULT_SECURITY_GROUP: c["ec2"].create_security_group(
+        GroupName=worlds.DEFAULT_SECURITY_GROUP, Description="alb", VpcId=vpc)["GroupId"]}
+    # The world's other groups (the nodes', say), so a change can name them.
+    for group in worlds.security_groups(world):
+        security_group_ids[group["name"]] = c["ec2"].create_security_group(
+            GroupName=group["name"], Description=group["description"], VpcId=vpc)["GroupId"]
+    facts["security_groups"] = security_group_ids
 
     lb_spec = spec["load_balancer"]
     lb_type = worlds.load_balancer_type(world)
     network = lb_type == "network"
     lb = c["elbv2"].create_load_balancer(
-        Name=lb_spec["name"], Subnets=subnets, SecurityGroups=[security_group],
+        Name=lb_spec["name"], Subnets=subnets,
+        SecurityGroups=[security_group_ids[name] for name in worlds.load_balancer_security_groups(world)],
         Scheme=lb_spec.get("scheme", "internet-facing"), Type=lb_type,
         Tags=[{"Key": k, "Value": str(v)} for k, v in (lb_spec.get("tags") or {}).items()] or [{"Key": "world", "Value": world.name}],
     )["LoadBalancers"][0]
@@ -576,6 +587,8 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
         measured.append((tg, worlds.tg_dimension(arn), worlds.host_counts(world, tg)))
     create_listeners(c["elbv2"], lb_arn, [(tg, g["arn"]) for tg, g in zip(lb_spec["target_groups"], groups)],
                      network, lambda: listener_certificate(endpoint, region, member_credentials, lb_spec["name"]))
+    if world.spec.get("changes"):
+        seed_cloudtrail(world, endpoint, c["elbv2"], facts, {g["name"]: g["arn"] for g in groups}, security_group_ids)
     lb_dims = [{"Name": "LoadBalancer", "Value": facts["load_balancer_dimension"]}]
     datums = metric_datums(world, facts["load_balancer_dimension"], measured)
     for start in range(0, len(datums), 500):
@@ -637,6 +650,21 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
     facts["cluster_name"] = cluster_spec["name"]
     facts["cluster_endpoint_access"] = "private" if private else "public"
     return facts
+
+
+def seed_cloudtrail(world: worlds.World, endpoint: str, elbv2: Any, facts: dict[str, Any],
+                    target_groups: dict[str, str], security_groups: dict[str, str]) -> None:
+    """The world's `changes` as CloudTrail's event history, in the world's
+    account and region, with the identifiers AWS gave its resources."""
+    listeners = {int(listener["Port"]): listener["ListenerArn"]
+                 for listener in elbv2.describe_listeners(LoadBalancerArn=facts["load_balancer_arn"])["Listeners"]}
+    ids = {"load_balancer": facts["load_balancer_arn"], "target_groups": target_groups, "listeners": listeners,
+           "security_groups": security_groups}
+    events = worlds.cloudtrail_events(world, ids)
+    lag = worlds.cloudtrail_lag(world).total_seconds()
+    admin(endpoint, "cloudtrail-events", {"account": facts["account"], "region": facts["region"], "lag_seconds": lag, "events": events})
+    facts["cloudtrail_events"] = len(events)
+    facts["cloudtrail_lag_seconds"] = lag
 
 
 def composite_reason(child_arn: str, child_state: str, at: datetime) -> str:

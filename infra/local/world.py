@@ -8,10 +8,12 @@ The format is documented in docs/worlds.md.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from functools import lru_cache
@@ -213,6 +215,10 @@ def validate(world: World) -> None:
         organisation(world)
     if "composite_alarm" in s:
         composite_alarm(world)
+    security_groups(world)
+    load_balancer_security_groups(world)
+    cloudtrail_lag(world)
+    changes(world)
     if (world.directory / "kubernetes").exists() and not (world.directory / "kubernetes").is_dir():
         raise WorldError(world.directory / "kubernetes", "(path)", "a directory of manifests")
 
@@ -1096,6 +1102,460 @@ def _pod_datums(dims: list[dict[str, str]], sample: PodSample, limit: float | No
         out.append(datum("pod_cpu_utilization_over_pod_limit", round(sample.cores / float(limit) * 100, 3), "Percent"))
     out.append(datum("pod_memory_working_set", round(sample.memory_mib * 1048576), "Bytes"))
     out.append(datum("pod_number_of_container_restarts", sample.restarts, "Count"))
+    return out
+
+
+# --- security groups and CloudTrail changes --------------------------------------------
+
+DEFAULT_SECURITY_GROUP = "k8s-alb"
+SECURITY_GROUP_NAME = re.compile(r"^[\w .:/()#,@\[\]+=&;{}!$*-]{1,255}$")
+
+
+def security_groups(world: World) -> list[dict[str, str]]:
+    """The world's extra security groups `[{name, description}]` (in its VPC,
+    beside the load balancer's default `k8s-alb`), validated."""
+    f, spec = world.file, world.spec.get("security_groups")
+    if spec is None:
+        return []
+    if not isinstance(spec, list):
+        raise WorldError(f, "security_groups", "a list of {name, description}", spec)
+    out: list[dict[str, str]] = []
+    for i, group in enumerate(spec):
+        where = f"security_groups[{i}]"
+        _only_keys(group, f, where, ("name", "description"), "a mapping {name, description}")
+        name = _require(group, "name", f, where, "the security group's name")
+        if not isinstance(name, str) or name.startswith("sg-") or not SECURITY_GROUP_NAME.match(name):
+            raise WorldError(f, f"{where}.name", "a security group name (1-255 characters, not starting with sg-)", name)
+        if name == DEFAULT_SECURITY_GROUP or name in [g["name"] for g in out]:
+            raise WorldError(f, f"{where}.name", f"a name no other group of the VPC has ({', '.join([DEFAULT_SECURITY_GROUP] + [g['name'] for g in out])})", name)
+        description = group.get("description", name)
+        if not isinstance(description, str) or not description or len(description) > 255:
+            raise WorldError(f, f"{where}.description", "a description of 1-255 characters", description)
+        out.append({"name": name, "description": description})
+    return out
+
+
+def security_group_names(world: World) -> list[str]:
+    return [DEFAULT_SECURITY_GROUP] + [g["name"] for g in security_groups(world)]
+
+
+def load_balancer_security_groups(world: World) -> list[str]:
+    """The names of the groups on the load balancer: `load_balancer.security_groups`, else `k8s-alb`."""
+    f, spec = world.file, world.spec["load_balancer"].get("security_groups")
+    if spec is None:
+        return [DEFAULT_SECURITY_GROUP]
+    known = security_group_names(world)
+    if not isinstance(spec, list) or not spec or len(spec) > 5:
+        raise WorldError(f, "load_balancer.security_groups", "a list of 1 to 5 security group names", spec)
+    for i, name in enumerate(spec):
+        if name not in known:
+            raise WorldError(f, f"load_balancer.security_groups[{i}]", f"the name of a security group of the world ({', '.join(known)})", name)
+    if len(set(spec)) != len(spec):
+        raise WorldError(f, "load_balancer.security_groups", "each group once", spec)
+    return list(spec)
+
+
+def listener_ports(world: World) -> list[int]:
+    """The ports of the load balancer's listeners as stack.py creates them: an
+    ALB's one HTTP listener on 80, an NLB's one per group (listener_port, else port)."""
+    lb = world.spec["load_balancer"]
+    if load_balancer_type(world) != "network":
+        return [80]
+    return [int(tg.get("listener_port", tg.get("port", 80))) for tg in lb["target_groups"]]
+
+
+def cloudtrail_lag(world: World) -> timedelta:
+    """`cloudtrail.lag`: how long after a call its event shows in the event history (default 0)."""
+    f, spec = world.file, world.spec.get("cloudtrail")
+    if spec is None:
+        return timedelta(0)
+    _only_keys(spec, f, "cloudtrail", ("lag",), "a mapping {lag: DURATION}")
+    try:
+        lag = parse_offset(spec.get("lag", 0), f, "cloudtrail.lag")
+    except WorldError:
+        lag = timedelta(-1)
+    if lag < timedelta(0):
+        raise WorldError(f, "cloudtrail.lag", "a duration of 0 or more, such as 5m", spec.get("lag"))
+    return lag
+
+
+CHANGE_KEYS = ("at", "event", "source", "target_group", "load_balancer", "listener", "security_group", "nodegroup",
+               "resource", "by", "user_agent", "request", "response", "read_only")
+CHANGE_RESOURCES = ("target_group", "load_balancer", "listener", "security_group", "nodegroup", "resource")
+EVENT_NAME = re.compile(r"^[A-Z][A-Za-z0-9]{1,127}$")
+EVENT_SOURCE = re.compile(r"^[a-z0-9][a-z0-9.-]*\.amazonaws\.com$")
+PLACEHOLDER_RE = re.compile(r"\{\{\s*(?:(?P<kind>tg|listener|sg)\s*:\s*(?P<arg>[^}\s][^}]*?)|(?P<bare>lb|account))\s*\}\}")
+ASSUMED_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:sts::(?P<account>\d{12}):assumed-role/(?P<role>[\w+=,.@-]{1,64})/(?P<session>[\w+=,.@-]{2,64})$")
+IAM_USER_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):user/(?:[\w+=,.@/-]*/)?(?P<user>[\w+=,.@-]{1,64})$")
+ROOT_ARN = re.compile(r"^arn:aws[a-z-]*:iam::(?P<account>\d{12}):root$")
+SERVICE_PRINCIPAL = re.compile(r"^service:(?P<service>[a-z0-9][a-z0-9.-]*\.amazonaws\.com)$")
+BY_EXPECTED = ("an assumed-role session ARN (arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION), an IAM user ARN "
+               "(arn:aws:iam::ACCOUNT:user/NAME), arn:aws:iam::ACCOUNT:root, controller (the AWS Load Balancer "
+               "Controller's IRSA role) or service:NAME.amazonaws.com")
+# What each kind of resource is in CloudTrail's event history, which service
+# its calls go to, and which request parameter names it.
+RESOURCE_TYPES = {
+    "target_group": "AWS::ElasticLoadBalancingV2::TargetGroup",
+    "load_balancer": "AWS::ElasticLoadBalancingV2::LoadBalancer",
+    "listener": "AWS::ElasticLoadBalancingV2::Listener",
+    "security_group": "AWS::EC2::SecurityGroup",
+    "nodegroup": "AWS::EKS::Nodegroup",
+}
+RESOURCE_SOURCES = {
+    "target_group": "elasticloadbalancing.amazonaws.com",
+    "load_balancer": "elasticloadbalancing.amazonaws.com",
+    "listener": "elasticloadbalancing.amazonaws.com",
+    "security_group": "ec2.amazonaws.com",
+    "nodegroup": "eks.amazonaws.com",
+}
+# A free-form resource's type prefix -> its service.
+TYPE_SOURCES = {
+    "AWS::ElasticLoadBalancingV2::": "elasticloadbalancing.amazonaws.com",
+    "AWS::ElasticLoadBalancing::": "elasticloadbalancing.amazonaws.com",
+    "AWS::EC2::": "ec2.amazonaws.com",
+    "AWS::EKS::": "eks.amazonaws.com",
+    "AWS::AutoScaling::": "autoscaling.amazonaws.com",
+    "AWS::IAM::": "iam.amazonaws.com",
+    "AWS::CloudWatch::": "monitoring.amazonaws.com",
+    "AWS::Lambda::": "lambda.amazonaws.com",
+    "AWS::RDS::": "rds.amazonaws.com",
+    "AWS::S3::": "s3.amazonaws.com",
+}
+# Event names whose service is known without a resource to tell it.
+EVENT_SOURCES = {
+    "elasticloadbalancing.amazonaws.com": (
+        "ModifyTargetGroup", "ModifyTargetGroupAttributes", "RegisterTargets", "DeregisterTargets", "ModifyListener",
+        "ModifyLoadBalancerAttributes", "SetSecurityGroups", "SetSubnets", "CreateRule", "ModifyRule", "DeleteRule",
+        "SetRulePriorities", "CreateListener", "DeleteListener", "CreateTargetGroup", "DeleteTargetGroup",
+        "CreateLoadBalancer", "DeleteLoadBalancer", "AddTags", "RemoveTags"),
+    "ec2.amazonaws.com": (
+        "AuthorizeSecurityGroupIngress", "RevokeSecurityGroupIngress", "AuthorizeSecurityGroupEgress",
+        "RevokeSecurityGroupEgress", "ModifySecurityGroupRules", "UpdateSecurityGroupRuleDescriptionsIngress",
+        "CreateSecurityGroup", "DeleteSecurityGroup", "RunInstances", "TerminateInstances"),
+    "eks.amazonaws.com": (
+        "UpdateNodegroupConfig", "UpdateNodegroupVersion", "CreateNodegroup", "DeleteNodegroup", "UpdateClusterConfig",
+        "UpdateClusterVersion", "CreateAddon", "UpdateAddon", "DeleteAddon"),
+    "autoscaling.amazonaws.com": ("UpdateAutoScalingGroup", "SetDesiredCapacity", "PutScalingPolicy"),
+}
+CONTROLLER_ROLE = "AmazonEKSLoadBalancerControllerRole"
+CONTROLLER_USER_AGENT = "elbv2.k8s.aws/v2.7.1 aws-sdk-go/1.50.20 (go1.21.6; linux; amd64)"
+CONSOLE_USER_AGENT = "console.amazonaws.com"
+DEFAULT_ADMIN = "arn:aws:sts::{account}:assumed-role/admin/admin"
+IDENTIFIER_PARAMETERS = {"target_group": "targetGroupArn", "load_balancer": "loadBalancerArn",
+                         "listener": "listenerArn", "security_group": "groupId"}
+
+
+def _render_placeholders(value: Any, resolve: Callable[[str, str | None, str], str], now: datetime, where: str,
+                         f: Path | str = "world.yaml") -> Any:
+    """`value` with every {{ tg:NAME }}, {{ lb }}, {{ listener:PORT }},
+    {{ sg:NAME }}, {{ account }} and {{ now-15m }} in its strings replaced
+    (mappings and lists all the way down)."""
+    if isinstance(value, dict):
+        return {k: _render_placeholders(v, resolve, now, f"{where}.{k}", f) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render_placeholders(v, resolve, now, f"{where}[{i}]", f) for i, v in enumerate(value)]
+    if not isinstance(value, str):
+        return value
+
+    def placeholder(match: re.Match[str]) -> str:
+        if match.group("bare"):
+            return resolve(match.group("bare"), None, where)
+        return resolve(match.group("kind"), match.group("arg").strip(), where)
+
+    def moment(match: re.Match[str]) -> str:
+        t = now + parse_offset(match.group("offset") or "0", f, f"{where} {match.group(0)}")
+        return t.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    rendered = TEMPLATE_RE.sub(moment, PLACEHOLDER_RE.sub(placeholder, value))
+    left = re.search(r"\{\{.*?\}\}", rendered)
+    if left:
+        raise WorldError(f, where, "placeholders {{ tg:NAME }}, {{ lb }}, {{ listener:PORT }}, {{ sg:NAME }}, "
+                         "{{ account }} or {{ now-15m }}", left.group(0))
+    return rendered
+
+
+def _identifiers_resolver(world: World, ids: dict[str, Any] | None) -> Callable[[str, str | None, str], str]:
+    """Resolves a placeholder to the identifier AWS gave (with `ids`, from the
+    seeded world) or, without them, only checks that it names something the
+    world has (validation, before anything exists)."""
+    f = world.file
+    groups = [tg["name"] for tg in world.spec["load_balancer"]["target_groups"]]
+    sgs = security_group_names(world)
+    ports = listener_ports(world)
+
+    def resolve(kind: str, arg: str | None, where: str) -> str:
+        if kind == "tg":
+            if arg not in groups:
+                raise WorldError(f, where, f"{{{{ tg:NAME }}}} naming a target group of load_balancer.target_groups ({', '.join(groups)})", arg)
+            return ids["target_groups"][arg] if ids else ""
+        if kind == "sg":
+            if arg not in sgs:
+                raise WorldError(f, where, f"{{{{ sg:NAME }}}} naming a security group of the world ({', '.join(sgs)})", arg)
+            return ids["security_groups"][arg] if ids else ""
+        if kind == "listener":
+            if not (arg or "").isdigit() or int(arg or 0) not in ports:
+                raise WorldError(f, where, f"{{{{ listener:PORT }}}} naming a listener port of the load balancer ({', '.join(map(str, ports))})", arg)
+            return ids["listeners"][int(arg or 0)] if ids else ""
+        if kind == "lb":
+            return ids["load_balancer"] if ids else ""
+        return str(world.spec["account"])
+
+    return resolve
+
+
+def _change_resource(world: World, change: dict[str, Any], where: str) -> tuple[str, Any]:
+    """The one resource a change names: (kind, value)."""
+    f = world.file
+    named = [k for k in CHANGE_RESOURCES if k in change]
+    if len(named) != 1:
+        raise WorldError(f, where, "exactly one resource: one of " + ", ".join(CHANGE_RESOURCES)
+                         + (f" (this change names {len(named)}: {', '.join(named)})" if named else " (this change names none)"))
+    kind = named[0]
+    value = change[kind]
+    field = f"{where}.{kind}"
+    if kind == "target_group":
+        groups = [tg["name"] for tg in world.spec["load_balancer"]["target_groups"]]
+        if value not in groups:
+            raise WorldError(f, field, f"the name of a target group in load_balancer.target_groups ({', '.join(groups)})", value)
+    elif kind == "load_balancer":
+        if value is not True:
+            raise WorldError(f, field, "true (the world's load balancer)", value)
+    elif kind == "listener":
+        ports = listener_ports(world)
+        if isinstance(value, bool) or not isinstance(value, int) or value not in ports:
+            raise WorldError(f, field, f"the port of one of the load balancer's listeners ({', '.join(map(str, ports))})", value)
+    elif kind == "security_group":
+        names = security_group_names(world)
+        if value not in names:
+            raise WorldError(f, field, f"the name of a security group of the world ({', '.join(names)})", value)
+    elif kind == "nodegroup":
+        if not isinstance(value, str) or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,62}", value):
+            raise WorldError(f, field, "a node group name (letters, digits, - and _, at most 63)", value)
+    else:
+        _only_keys(value, f, field, ("type", "name"), "a mapping {type, name}, e.g. {type: AWS::AutoScaling::AutoScalingGroup, name: NAME}")
+        for key in ("type", "name"):
+            if not isinstance(_require(value, key, f, field, f"the resource's {key}"), str) or not value[key]:
+                raise WorldError(f, f"{field}.{key}", "a non-empty string", value[key])
+        if not re.fullmatch(r"AWS::\w+::\w+", value["type"]):
+            raise WorldError(f, f"{field}.type", "a CloudFormation-style type such as AWS::AutoScaling::AutoScalingGroup", value["type"])
+    return kind, value
+
+
+def _change_source(world: World, change: dict[str, Any], kind: str, value: Any, where: str) -> str:
+    f = world.file
+    if "source" in change:
+        if not isinstance(change["source"], str) or not EVENT_SOURCE.match(change["source"]):
+            raise WorldError(f, f"{where}.source", "a service's event source such as elasticloadbalancing.amazonaws.com", change["source"])
+        return change["source"]
+    for source, names in EVENT_SOURCES.items():
+        if change["event"] in names:
+            return source
+    if kind in RESOURCE_SOURCES:
+        return RESOURCE_SOURCES[kind]
+    for prefix, source in TYPE_SOURCES.items():
+        if value["type"].startswith(prefix):
+            return source
+    raise WorldError(f, f"{where}.source", f"the event's source (e.g. autoscaling.amazonaws.com): it cannot be told "
+                     f"from {change['event']} and {value['type']}")
+
+
+def _validate_by(world: World, by: Any, field: str) -> None:
+    if by in ("controller",) or (isinstance(by, str) and (ASSUMED_ROLE_ARN.match(by) or IAM_USER_ARN.match(by)
+                                                        or ROOT_ARN.match(by) or SERVICE_PRINCIPAL.match(by))):
+        return
+    raise WorldError(world.file, field, BY_EXPECTED, by)
+
+
+def changes(world: World) -> list[dict[str, Any]]:
+    """The `changes` section, validated: each entry with its resource
+    (`kind`, `value`), event source, read-only flag and time, oldest first."""
+    f, spec = world.file, world.spec.get("changes")
+    if spec is None:
+        return []
+    if not isinstance(spec, list):
+        raise WorldError(f, "changes", "a list of CloudTrail events {at, event, <resource>, by, request, ...}", spec)
+    resolve = _identifiers_resolver(world, None)
+    out = []
+    for i, change in enumerate(spec):
+        where = f"changes[{i}]"
+        _only_keys(change, f, where, CHANGE_KEYS, "a CloudTrail event {at, event, <resource>, by, user_agent, request, response, read_only}")
+        at = parse_offset(_require(change, "at", f, where, "when the call was made, an offset such as -10m"), f, f"{where}.at")
+        if at > timedelta(0):
+            raise WorldError(f, f"{where}.at", "an offset at or before now (0): a change the world has not made yet is in no event history", change["at"])
+        event = _require(change, "event", f, where, "the API call, CloudTrail's eventName, e.g. ModifyTargetGroup")
+        if not isinstance(event, str) or not EVENT_NAME.match(event):
+            raise WorldError(f, f"{where}.event", "an API operation name such as ModifyTargetGroup", event)
+        kind, value = _change_resource(world, change, where)
+        source = _change_source(world, change, kind, value, where)
+        if "by" in change:
+            _validate_by(world, change["by"], f"{where}.by")
+        if "user_agent" in change and not (isinstance(change["user_agent"], str) and change["user_agent"]):
+            raise WorldError(f, f"{where}.user_agent", "a non-empty string", change["user_agent"])
+        for key in ("request", "response"):
+            if key in change and change[key] is not None:
+                if not isinstance(change[key], dict):
+                    raise WorldError(f, f"{where}.{key}", "a mapping (the call's " + ("requestParameters" if key == "request" else "responseElements") + ")", change[key])
+                _render_placeholders(change[key], resolve, world.now, f"{where}.{key}", f)
+        read_only = change.get("read_only", event.startswith(("Describe", "List", "Get")))
+        if not isinstance(read_only, bool):
+            raise WorldError(f, f"{where}.read_only", "true or false", read_only)
+        out.append({"index": i, "spec": change, "at": world.now + at, "event": event, "kind": kind, "value": value,
+                    "source": source, "read_only": read_only})
+    return sorted(out, key=lambda c: (c["at"], c["index"]))
+
+
+def _aws_id(prefix: str, seed: str, length: int) -> str:
+    """A stable IAM-style identifier (AROA..., ASIA..., AIDA...) for `seed`."""
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+    digest = hashlib.sha256(seed.encode()).digest()
+    return prefix + "".join(alphabet[b % 32] for b in digest[:length - len(prefix)])
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _identity(world: World, by: str, at: datetime, first: datetime) -> dict[str, Any]:
+    """userIdentity, the default user agent and the source address of a
+    caller at `at`. A role session began a little before the first change
+    `by` made (`first`), so its changes share one session and access key; the
+    controller's web-identity credentials are renewed every hour."""
+    account, region = str(world.spec["account"]), world.spec["region"]
+    seeded = random.Random(f"{world.spec.get('seed', 1)}/cloudtrail/{by}")
+    service = SERVICE_PRINCIPAL.match(by)
+    if service:
+        name = service.group("service")
+        return {"identity": {"type": "AWSService", "invokedBy": name}, "user_agent": name, "source_ip": name, "console": False}
+    if by == "controller":
+        cluster = world.spec["cluster"]["name"]
+        # Renewed hourly, at a minute of the hour of the world's own.
+        anchor = timedelta(minutes=seeded.randint(0, 59), seconds=seeded.randint(0, 59))
+        issued = (at - anchor).replace(minute=0, second=0, microsecond=0) + anchor
+        session = str(int(issued.timestamp()) * 10**9 + random.Random(f"{world.spec.get('seed', 1)}/{issued}").randint(0, 10**9 - 1))
+        oidc = hashlib.sha256(f"{account}/{region}/{cluster}".encode()).hexdigest()[:32].upper()
+        role_arn = f"arn:aws:iam::{account}:role/{CONTROLLER_ROLE}"
+        role_id = _aws_id("AROA", role_arn, 21)
+        identity = {
+            "type": "AssumedRole",
+            "principalId": f"{role_id}:{session}",
+            "arn": f"arn:aws:sts::{account}:assumed-role/{CONTROLLER_ROLE}/{session}",
+            "accountId": account,
+            "accessKeyId": _aws_id("ASIA", f"{role_arn}/{session}", 20),
+            "sessionContext": {
+                "sessionIssuer": {"type": "Role", "principalId": role_id, "arn": role_arn, "accountId": account, "userName": CONTROLLER_ROLE},
+                "webIdFederationData": {"federatedProvider": f"arn:aws:iam::{account}:oidc-provider/oidc.eks.{region}.amazonaws.com/id/{oidc}",
+                                        "attributes": {}},
+                "attributes": {"creationDate": _iso(issued), "mfaAuthenticated": "false"},
+            },
+        }
+        return {"identity": identity, "user_agent": CONTROLLER_USER_AGENT, "source_ip": f"203.0.113.{seeded.randint(10, 250)}", "console": False}
+    source_ip = f"198.51.100.{seeded.randint(10, 250)}"
+    assumed = ASSUMED_ROLE_ARN.match(by)
+    if assumed:
+        caller_account, role, session = assumed.group("account"), assumed.group("role"), assumed.group("session")
+        role_arn = f"arn:aws:iam::{caller_account}:role/{role}"
+        role_id = _aws_id("AROA", role_arn, 21)
+        issued = first - timedelta(minutes=seeded.randint(5, 55), seconds=seeded.randint(0, 59))
+        identity = {
+            "type": "AssumedRole",
+            "principalId": f"{role_id}:{session}",
+            "arn": by,
+            "accountId": caller_account,
+            "accessKeyId": _aws_id("ASIA", f"{by}/{issued.isoformat()}", 20),
+            "sessionContext": {
+                "sessionIssuer": {"type": "Role", "principalId": role_id, "arn": role_arn, "accountId": caller_account, "userName": role},
+                "webIdFederationData": {},
+                "attributes": {"creationDate": _iso(issued), "mfaAuthenticated": "false"},
+            },
+        }
+        return {"identity": identity, "user_agent": CONSOLE_USER_AGENT, "source_ip": source_ip, "console": True}
+    user = IAM_USER_ARN.match(by)
+    if user:
+        # An IAM user's long-term access key: the CLI, most likely.
+        identity = {"type": "IAMUser", "principalId": _aws_id("AIDA", by, 21), "arn": by, "accountId": user.group("account"),
+                    "accessKeyId": _aws_id("AKIA", by, 20), "userName": user.group("user")}
+        return {"identity": identity, "user_agent": None, "source_ip": source_ip, "console": False}
+    root = ROOT_ARN.match(by)
+    assert root is not None, by
+    identity = {"type": "Root", "principalId": root.group("account"), "arn": by, "accountId": root.group("account"),
+                "accessKeyId": _aws_id("ASIA", f"{by}/{first.isoformat()}", 20)}
+    return {"identity": identity, "user_agent": CONSOLE_USER_AGENT, "source_ip": source_ip, "console": True}
+
+
+CLI_COMMANDS = {"elasticloadbalancing": "elbv2", "monitoring": "cloudwatch"}
+
+
+def cli_user_agent(source: str, event: str) -> str:
+    """The user agent of the AWS CLI making `event` (ModifyTargetGroup ->
+    command/elbv2.modify-target-group)."""
+    service = source.split(".")[0]
+    command = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", event).lower()
+    return f"aws-cli/2.15.30 Python/3.11.8 Linux/6.1.79 exe/x86_64.amzn.2023 prompt/off command/{CLI_COMMANDS.get(service, service)}.{command}"
+
+
+def cloudtrail_events(world: World, ids: dict[str, Any]) -> list[dict[str, Any]]:
+    """The world's `changes` as CloudTrail records, each `{"record",
+    "resources"}` as the admin endpoint cloudtrail-events takes them.
+    `ids` holds what AWS named the world's resources: `load_balancer` (ARN),
+    `target_groups` (name -> ARN), `listeners` (port -> ARN),
+    `security_groups` (name -> group id)."""
+    account, region = str(world.spec["account"]), world.spec["region"]
+    resolve = _identifiers_resolver(world, ids)
+    out = []
+    listed = changes(world)
+    first: dict[str, datetime] = {}
+    for change in listed:
+        first.setdefault(str(change["spec"].get("by", DEFAULT_ADMIN.format(account=account))), change["at"])
+    for change in listed:
+        spec, kind, value, at = change["spec"], change["kind"], change["value"], change["at"]
+        where = f"changes[{change['index']}]"
+        rng = random.Random(f"{world.spec.get('seed', 1)}/cloudtrail/{change['index']}/{change['event']}")
+        if kind == "target_group":
+            identifier, parameters = ids["target_groups"][value], {"targetGroupArn": ids["target_groups"][value]}
+        elif kind == "load_balancer":
+            identifier, parameters = ids["load_balancer"], {"loadBalancerArn": ids["load_balancer"]}
+        elif kind == "listener":
+            identifier, parameters = ids["listeners"][value], {"listenerArn": ids["listeners"][value]}
+        elif kind == "security_group":
+            identifier, parameters = ids["security_groups"][value], {"groupId": ids["security_groups"][value]}
+        elif kind == "nodegroup":
+            identifier, parameters = value, {"clusterName": world.spec["cluster"]["name"], "nodegroupName": value}
+        else:
+            identifier, parameters = value["name"], {}
+        resource_type = RESOURCE_TYPES.get(kind) or value["type"]
+        request = _render_placeholders(spec.get("request"), resolve, world.now, f"{where}.request", world.file)
+        if request is not None or parameters:
+            request = {**parameters, **(request or {})}
+        response = _render_placeholders(spec.get("response"), resolve, world.now, f"{where}.response", world.file)
+        by = str(spec.get("by", DEFAULT_ADMIN.format(account=account)))
+        caller = _identity(world, by, at, first[by])
+        source = change["source"]
+        user_agent = spec.get("user_agent", caller["user_agent"] or cli_user_agent(source, change["event"]))
+        record: dict[str, Any] = {
+            "eventVersion": "1.09",
+            "userIdentity": caller["identity"],
+            "eventTime": _iso(at),
+            "eventSource": source,
+            "eventName": change["event"],
+            "awsRegion": region,
+            "sourceIPAddress": caller["source_ip"],
+            "userAgent": user_agent,
+            "requestParameters": request,
+            "responseElements": response,
+            "requestID": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            "eventID": str(uuid.UUID(int=rng.getrandbits(128), version=4)),
+            "readOnly": change["read_only"],
+            "eventType": "AwsApiCall",
+        }
+        if source == "elasticloadbalancing.amazonaws.com":
+            record["apiVersion"] = "2015-12-01"
+        record.update({"managementEvent": True, "recipientAccountId": account, "eventCategory": "Management"})
+        if caller["identity"]["type"] != "AWSService":
+            record["tlsDetails"] = {"tlsVersion": "TLSv1.3", "cipherSuite": "TLS_AES_128_GCM_SHA256",
+                                    "clientProvidedHostHeader": f"{source.split('.')[0]}.{region}.amazonaws.com"}
+        if caller["console"] and user_agent == CONSOLE_USER_AGENT:
+            record["sessionCredentialFromConsole"] = "true"
+        out.append({"record": record, "resources": [{"ResourceType": resource_type, "ResourceName": identifier}]})
     return out
 
 

@@ -78,6 +78,7 @@ impl LoadBalancerSource for Elbv2Source {
                 name: lb.load_balancer_name().unwrap_or(name).to_owned(),
                 dimension: suffix.to_owned(),
                 scheme: lb.scheme().map(|s| s.as_str().to_owned()),
+                security_groups: lb.security_groups().to_vec(),
             })
         }))
     }

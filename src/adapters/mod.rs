@@ -2,6 +2,7 @@
 //! One per technology, each built once per cold start.
 
 pub mod accounts;
+pub mod cloudtrail;
 pub mod cloudwatch;
 pub mod container_insights;
 pub mod dynamodb;
@@ -138,6 +139,7 @@ pub struct AwsSources {
     pub cloudwatch: cloudwatch::CloudWatchSource,
     pub elbv2: elbv2::Elbv2Source,
     pub kubernetes: kubernetes::KubeSource,
+    pub cloudtrail: cloudtrail::CloudTrailSource,
     /// Where the pods' series come from, chosen once from the configuration.
     pub pod_series: PodSeriesFrom,
     /// Sources for other accounts and regions; `None` for sources that read one only.
@@ -189,6 +191,7 @@ impl AwsSources {
             cloudwatch,
             elbv2: elbv2::Elbv2Source::new(aws_sdk_elasticloadbalancingv2::Client::new(config)),
             kubernetes,
+            cloudtrail: cloudtrail::CloudTrailSource::new(aws_sdk_cloudtrail::Client::new(config)),
             pod_series,
         }
     }
@@ -378,6 +381,17 @@ mod delegation {
             pods_listed: crate::evidence::ports::PodsListedSender,
         ) -> Result<Workload> {
             self.kubernetes.workload(target, pods_listed).await
+        }
+    }
+
+    impl crate::evidence::AuditTrailSource for AwsSources {
+        async fn trail_events(
+            &self,
+            lookup: crate::evidence::changes::TrailLookup,
+            start: DateTime<Utc>,
+            end: DateTime<Utc>,
+        ) -> Result<crate::evidence::changes::TrailPage> {
+            self.cloudtrail.trail_events(lookup, start, end).await
         }
     }
 

@@ -1,6 +1,8 @@
 //! `alarm-triage replay EVENT_FILE`: runs the Lambda's pipeline on a captured
 //! event and prints the result. Exit codes: 0 diagnosed (or ignored), 2 the
 //! input is not something this bot handles, 1 internal failure.
+// Gathering nests many async steps; its future is deeper than the default limit.
+#![recursion_limit = "256"]
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -32,6 +32,8 @@ pub struct StaticSources {
     /// TargetGroupBindings, when the cluster is known before the culprit.
     pub bindings: Option<TargetGroupBindings>,
     pub pod_series: Option<PodSeries>,
+    /// The audit trail's records, answered to the lookups whose attribute they match.
+    pub trail: Vec<super::changes::TrailEvent>,
     /// Every call waits this long first (use with tokio's paused clock).
     pub latency: Duration,
     /// Connecting to the cluster takes this long (a slow eks:DescribeCluster).
@@ -202,6 +204,33 @@ impl PodSeriesSource for StaticSources {
             source_name: super::source::POD_SERIES,
             reason: "no Prometheus in this fake".to_owned(),
             retryable: false,
+        })
+    }
+}
+
+impl super::AuditTrailSource for StaticSources {
+    async fn trail_events(
+        &self,
+        lookup: super::changes::TrailLookup,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<super::changes::TrailPage> {
+        self.enter(super::source::CLOUDTRAIL).await?;
+        let (key, value) = lookup.attribute();
+        let mut events: Vec<super::changes::TrailEvent> = self
+            .trail
+            .iter()
+            .filter(|e| e.at >= start && e.at <= end)
+            .filter(|e| match key {
+                "EventSource" => e.source == value,
+                _ => e.resources.iter().any(|(kind, _)| kind == value),
+            })
+            .cloned()
+            .collect();
+        events.sort_by_key(|e| std::cmp::Reverse(e.at));
+        Ok(super::changes::TrailPage {
+            events,
+            truncated: false,
         })
     }
 }

@@ -112,9 +112,27 @@ pub trait PodSeriesSource: Send + Sync {
     ) -> impl Future<Output = Result<workload::PodSeries>> + Send;
 }
 
+/// Port: the audit trail (CloudTrail): changes made through the AWS API.
+pub trait AuditTrailSource: Send + Sync {
+    /// The records one lookup finds over `[start, end]`, newest first, read
+    /// page by page up to a bound (`TrailPage::truncated` says it stopped).
+    fn trail_events(
+        &self,
+        lookup: super::changes::TrailLookup,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> impl Future<Output = Result<super::changes::TrailPage>> + Send;
+}
+
 /// Everything the diagnose pipeline reads from.
 pub trait EvidenceSources:
-    AlarmSource + MetricSource + LoadBalancerSource + KubernetesSource + PodSeriesSource + AccountScoped
+    AlarmSource
+    + MetricSource
+    + LoadBalancerSource
+    + KubernetesSource
+    + PodSeriesSource
+    + AuditTrailSource
+    + AccountScoped
 {
 }
 
@@ -124,6 +142,7 @@ impl<
         + LoadBalancerSource
         + KubernetesSource
         + PodSeriesSource
+        + AuditTrailSource
         + AccountScoped,
 > EvidenceSources for T
 {

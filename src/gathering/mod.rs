@@ -24,13 +24,14 @@ use futures_util::future::join_all;
 use tokio::sync::oneshot;
 
 use crate::diagnosis::AlarmFacts;
+use crate::evidence::changes::{TrailEvidence, TrailLookup};
 use crate::evidence::family::{Answers, LoadBalancerFamily};
 use crate::evidence::model::{self, EvidenceGap, LoadBalancer};
 use crate::evidence::workload::{PodSeries, TargetGroupBindings, Workload, WorkloadTarget};
 use crate::evidence::{
-    AlbEvidence, Budget, Collection, EvidenceSources, GatheredEvidence, GroupEvidence,
-    KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricSource, Plan, PlannedMetric,
-    PodSeriesSource, Statistics, plan, source, statistics_from, statistics_queries,
+    AlbEvidence, AuditTrailSource, Budget, Collection, EvidenceSources, GatheredEvidence,
+    GroupEvidence, KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricSource, Plan,
+    PlannedMetric, PodSeriesSource, Statistics, plan, source, statistics_from, statistics_queries,
 };
 use crate::findings::{Investigation, alb::AlbAnalysis};
 pub use ledger::Ledger;
@@ -48,6 +49,7 @@ fn offline_sources(plan: &Plan) -> Vec<&'static str> {
             source::TARGET_HEALTH,
             source::KUBERNETES,
             source::POD_SERIES,
+            source::CLOUDTRAIL,
         ]);
     }
     out
@@ -111,12 +113,41 @@ pub async fn gather<S: EvidenceSources>(
         end: now,
     };
 
-    let mut cloud = read_cloud(sources, &ledger, alarm, &plan, budget, window).await;
+    // The audit trail depends on nothing else: it is read alongside every phase.
+    let trail = read_trail(
+        sources,
+        &ledger,
+        plan.load_balancer_dimension.clone(),
+        crate::instants::earlier(window.start, crate::changes::LOOKBACK),
+        now,
+    );
+    let main = read_phases(sources, &ledger, alarm, plan, budget, window);
+    let ((mut investigation, workload, pod_series), trail) = tokio::join!(main, trail);
+    let (gaps, timings) = ledger.close();
+    let evidence = &mut investigation.evidence;
+    evidence.workload = workload;
+    evidence.pod_series = pod_series;
+    evidence.trail = trail;
+    evidence.gaps = gaps;
+    evidence.timings = timings;
+    investigation
+}
+
+/// Phases 1 to 3: the cloud, the breakdown, the workload.
+async fn read_phases<S: EvidenceSources>(
+    sources: &S,
+    ledger: &Ledger,
+    alarm: &AlarmFacts,
+    plan: Plan,
+    budget: Budget,
+    window: Window,
+) -> (Investigation, Option<Workload>, Option<PodSeries>) {
+    let mut cloud = read_cloud(sources, ledger, alarm, &plan, budget, window).await;
     if let (Some(alb), Some(bindings)) = (cloud.alb.as_mut(), cloud.bindings.as_ref()) {
         alb.services = bindings.services.clone();
     }
     let (connected, bindings) = (cloud.connected, cloud.bindings);
-    let mut investigation = Investigation::of(
+    let investigation = Investigation::of(
         alarm.clone(),
         plan,
         GatheredEvidence {
@@ -142,7 +173,7 @@ pub async fn gather<S: EvidenceSources>(
                 Some(target) => {
                     read_workload(
                         sources,
-                        &ledger,
+                        ledger,
                         &target,
                         window,
                         metric.period_seconds.max(60),
@@ -159,14 +190,47 @@ pub async fn gather<S: EvidenceSources>(
         }
         _ => (None, None),
     };
+    (investigation, workload, pod_series)
+}
 
-    let (gaps, timings) = ledger.close();
-    let evidence = &mut investigation.evidence;
-    evidence.workload = workload;
-    evidence.pod_series = pod_series;
-    evidence.gaps = gaps;
-    evidence.timings = timings;
-    investigation
+/// The audit trail's records for each kind of resource on the path, and the
+/// load balancer's security groups to match them against. `None` when the
+/// alarm names no load balancer (no path to look at).
+async fn read_trail<S: AuditTrailSource + LoadBalancerSource>(
+    sources: &S,
+    ledger: &Ledger,
+    dimension: Option<String>,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+) -> Option<TrailEvidence> {
+    let dimension = dimension?;
+    let lookups = join_all(TrailLookup::ALL.into_iter().map(|lookup| async move {
+        let page = ledger
+            .run(source::CLOUDTRAIL, sources.trail_events(lookup, from, to))
+            .await;
+        (lookup, page)
+    }));
+    let balancer = ledger.run(source::LOAD_BALANCER, sources.load_balancer(&dimension));
+    let (pages, balancer) = tokio::join!(lookups, balancer);
+    let mut trail = TrailEvidence {
+        security_groups: balancer
+            .flatten()
+            .map(|lb| lb.security_groups)
+            .unwrap_or_default(),
+        from: Some(from),
+        to: Some(to),
+        ..TrailEvidence::default()
+    };
+    for (lookup, page) in pages {
+        if let Some(page) = page {
+            trail.read.push(lookup);
+            if page.truncated {
+                trail.truncated.push(lookup);
+            }
+            trail.events.extend(page.events);
+        }
+    }
+    Some(trail)
 }
 
 /// Phase 1: everything that does not depend on the culprit, concurrently.
@@ -284,6 +348,7 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
         arn,
         dimension: dimension.to_owned(),
         scheme: None,
+        security_groups: Vec::new(),
     };
     // One GetMetricData call: every group's series, then the load balancer's failures.
     let mut queries = family.group_queries(metric, &load_balancer.dimension, &groups);

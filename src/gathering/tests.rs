@@ -23,6 +23,7 @@ fn world() -> StaticSources {
             name: "x".into(),
             dimension: "app/x/1".into(),
             scheme: None,
+            security_groups: Vec::new(),
         }),
         groups: groups(),
         ..StaticSources::default()
@@ -51,8 +52,9 @@ async fn independent_calls_never_wait_for_each_other() {
         "two dependent steps of 100 ms"
     );
     assert!(got.evidence.alb.as_ref().unwrap().groups.len() == 6);
-    // history, definition, statistics, TGs, TG metrics, tags, 6 attributes, 6 health.
-    assert_eq!(sources.call_count(), 18);
+    // history, definition, statistics, TGs, TG metrics, tags, 6 attributes, 6 health;
+    // alongside, three CloudTrail lookups and the load balancer (its security groups).
+    assert_eq!(sources.call_count(), 22);
 }
 
 #[tokio::test(start_paused = true)]

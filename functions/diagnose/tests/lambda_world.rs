@@ -56,6 +56,7 @@ fn verdict_of<'a>(diagnosis: &'a Value, id: &str) -> Option<&'a str> {
 /// cluster can be read).
 fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
     assert_roles_as_expected(world, diagnosis);
+    assert_change_as_expected(world, diagnosis);
     let expected = world.expected();
     if let Some(origin) = expected["series_origin_contains"].as_str() {
         let got = diagnosis["workload"]["series_origin"]
@@ -137,6 +138,43 @@ fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
     }
 }
 
+/// `change:` in `expected.yaml`: the change the first screen names (its
+/// kind, and strings its line must contain), or `none` for "no change".
+fn assert_change_as_expected(world: &LocalWorld, diagnosis: &Value) {
+    let expected = world.expected();
+    let changes = diagnosis["changes"].as_array().cloned().unwrap_or_default();
+    let chosen = changes.iter().find(|c| c["most_plausible"] == true);
+    let what_changed = diagnosis["what_changed"].as_str().unwrap_or_default();
+    match &expected["change"] {
+        Value::String(none) if none == "none" => {
+            assert!(
+                chosen.is_none() && what_changed.starts_with("No change in the 6 h before"),
+                "{}: nothing changed, yet the report says {what_changed:?} ({chosen:?})",
+                world.name
+            );
+        }
+        Value::Object(want) => {
+            let chosen = chosen.unwrap_or_else(|| {
+                panic!(
+                    "{}: no most plausible change; the report says {what_changed:?}; changes:\n{}",
+                    world.name,
+                    serde_json::to_string_pretty(&changes).unwrap()
+                )
+            });
+            assert_eq!(chosen["kind"], want["kind"], "{}: {chosen}", world.name);
+            for mention in want["mentions"].as_array().into_iter().flatten() {
+                let mention = mention.as_str().unwrap();
+                assert!(
+                    what_changed.contains(mention),
+                    "{}: the first screen's change line {what_changed:?} does not mention {mention:?}",
+                    world.name
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The finding ids `expected.yaml` lists under `key`.
 fn listed(expected: &Value, key: &str) -> Vec<String> {
     expected[key]
@@ -212,7 +250,7 @@ async fn diagnose_world(name: &str) -> (LocalWorld, Value) {
 
 /// The worlds with a test of their own below; every other world in
 /// `tests/worlds/` is diagnosed by [`every_other_world_is_diagnosed_as_its_expected_yaml_says`].
-const WORLDS_WITH_THEIR_OWN_TEST: [&str; 7] = [
+const WORLDS_WITH_THEIR_OWN_TEST: [&str; 11] = [
     "alb-flapping-worker-ceiling",
     "alb-low-traffic-artifact",
     "alb-sustained-hot-pod",
@@ -220,6 +258,10 @@ const WORLDS_WITH_THEIR_OWN_TEST: [&str; 7] = [
     "org-member-account-hot-pod",
     "nlb-target-resets-one-group-crashloop",
     "nlb-unhealthy-hosts-one-group",
+    "alb-health-check-path-edited",
+    "alb-rollout-lower-cpu-limit",
+    "alb-security-group-rule-revoked",
+    "alb-no-change-organic-traffic-growth",
 ];
 
 /// The organisation world's member (B) and central (A) accounts.
@@ -378,6 +420,31 @@ async fn every_other_world_is_diagnosed_as_its_expected_yaml_says() {
             "{name}: an HPA that is not a cause stays out of the headline: {}",
             diagnosis["headline"]
         );
+    }
+}
+
+/// What changed before the breach: an AWS change read from CloudTrail (a
+/// health-check path, a security-group rule), a rollout whose only change is
+/// its CPU limit, and nothing at all; each named on the first screen.
+#[tokio::test]
+async fn what_changed_before_the_breach_is_named_on_the_first_screen() {
+    for name in [
+        "alb-health-check-path-edited",
+        "alb-rollout-lower-cpu-limit",
+        "alb-security-group-rule-revoked",
+        "alb-no-change-organic-traffic-growth",
+    ] {
+        let (world, diagnosis) = diagnose_world(name).await;
+        assert_matches_expected(&world, &diagnosis);
+        let report: alarm_triage::diagnosis::Diagnosis =
+            serde_json::from_value(diagnosis.clone()).unwrap();
+        let screen = alarm_triage::render::text::first_screen(&report).join("\n");
+        let line = report.what_changed.as_deref().unwrap();
+        assert!(
+            screen.contains(&line[..line.len().min(40)]),
+            "{name}: the first screen names what changed:\n{screen}"
+        );
+        println!("== {name}\n{screen}\n");
     }
 }
 

@@ -3,12 +3,16 @@
 They exist only for state that no public AWS API can set: past alarm state
 changes (history is written by CloudWatch itself), target health (decided
 by the load balancer's health checks) and where a cluster's API endpoint is
-(chosen by EKS). Everything else is seeded through the public APIs.
+(chosen by EKS), and the CloudTrail event history (written by CloudTrail
+itself, from calls made before the world was loaded). Everything else is
+seeded through the public APIs.
 
   GET  /_alarm_triage/health
   POST /_alarm_triage/alarm-history  {"account", "region", "alarm_name", "items": [{"timestamp", "old_state", "new_state", "reason"}]}
   POST /_alarm_triage/target-health  {"target_group_arn", "targets": [{"id", "state", "reason", "description"}]}
   POST /_alarm_triage/eks-endpoint   {"name", "endpoint", "account"?, "region"?}  DescribeCluster's endpoint (see eks_ext)
+  POST /_alarm_triage/cloudtrail-events  {"account", "region", "lag_seconds"?, "events": [{"record", "resources": [{"ResourceType", "ResourceName"}]}]}
+                                     management events LookupEvents serves (see cloudtrail_ext)
   GET  /_alarm_triage/mailbox        what SNS delivered to email subscriptions (read-only; see sns_ext)
 """
 
@@ -17,7 +21,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from . import cloudwatch_ext, eks_ext, elbv2_ext, sns_ext
+from . import cloudtrail_ext, cloudwatch_ext, eks_ext, elbv2_ext, sns_ext
 
 PREFIX = "/_alarm_triage/"
 STATES = {"OK", "ALARM", "INSUFFICIENT_DATA"}
@@ -71,10 +75,27 @@ def _eks_endpoint(body: dict[str, Any]) -> dict[str, Any]:
     return {"updated": arns}
 
 
+def _cloudtrail_events(body: dict[str, Any]) -> dict[str, Any]:
+    events = _require(body, "events", "cloudtrail-events")
+    if not isinstance(events, list):
+        raise BadRequest("cloudtrail-events: events must be a list")
+    lag = body.get("lag_seconds", 0)
+    if isinstance(lag, bool) or not isinstance(lag, (int, float)) or lag < 0:
+        raise BadRequest(f"cloudtrail-events: lag_seconds {lag!r} is not a number of seconds >= 0")
+    count = cloudtrail_ext.load(
+        str(_require(body, "account", "cloudtrail-events")),
+        str(_require(body, "region", "cloudtrail-events")),
+        events,
+        lag,
+    )
+    return {"recorded": count}
+
+
 ROUTES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "alarm-history": _alarm_history,
     "target-health": _target_health,
     "eks-endpoint": _eks_endpoint,
+    "cloudtrail-events": _cloudtrail_events,
 }
 
 

@@ -17,13 +17,14 @@ import sys
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import run_simple
 
-from . import cloudwatch_ext, elbv2_ext, sns_ext, sts_ext
+from . import cloudtrail_ext, cloudwatch_ext, elbv2_ext, sns_ext, sts_ext
 from .admin import AdminRoutes
 from .cbor_bridge import CborBridge
 from .faults import Faults
 
 
 def build_app(home_account: str | None = None):
+    cloudtrail_ext.install()
     cloudwatch_ext.install()
     elbv2_ext.install()
     sns_ext.install()

@@ -2,6 +2,7 @@
 //! walk behind a target group ([`workload`]), and Prometheus reached through
 //! the same access ([`crate::adapters::prometheus`]). Read-only: get and list only.
 
+mod changes;
 pub(crate) mod connection;
 mod provisioning;
 mod workload;

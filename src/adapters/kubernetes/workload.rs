@@ -77,12 +77,20 @@ pub async fn walk(
     let events_api = Api::<Event>::namespaced(cluster.client.clone(), &ns);
     let warning_events = ListParams::default().fields("type=Warning,involvedObject.kind=Pod");
     let warnings = events_api.list(&warning_events);
-    let (pods, sets, hpas, metrics, warnings) = tokio::join!(pods, sets, hpas, metrics, warnings);
+    let activity = super::changes::list(cluster, &ns);
+    let (pods, sets, hpas, metrics, warnings, activity) =
+        tokio::join!(pods, sets, hpas, metrics, warnings, activity);
     let mut pods = pods?;
     attach_warnings(cluster, warnings, &mut pods, &mut partial);
 
     let deployment = deployment(cluster, &ns, sets, &pods, &mut partial).await;
     let hpa = hpa(cluster, &ns, hpas, deployment.as_ref(), &mut partial).await;
+    let activity = super::changes::activity(
+        cluster,
+        activity,
+        hpa.as_ref().map(|h| h.name.as_str()),
+        &mut partial,
+    );
     let snapshot = snapshot(cluster, metrics, &mut partial);
     let (nodes, provisioning) = pending(cluster, &ns, &mut pods).await;
     Ok(Workload {
@@ -96,7 +104,7 @@ pub async fn walk(
         nodes,
         provisioning,
         partial,
-        activity: Default::default(),
+        activity,
     })
 }
 
@@ -254,7 +262,7 @@ async fn deployment(
                     .as_ref()
                     .and_then(|a| a.get("deployment.kubernetes.io/revision").cloned()),
                 last_rollout,
-                revisions: Vec::new(),
+                revisions: super::changes::revisions(&sets.items, &name),
             })
         }
         Err(e) => {
@@ -438,7 +446,7 @@ async fn pending(
     (nodes.unwrap_or_default(), Some(provisioning))
 }
 
-fn time_of(
+pub(super) fn time_of(
     t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
 ) -> Option<DateTime<Utc>> {
     let text = serde_json::to_value(t?).ok()?;

@@ -246,6 +246,8 @@ pub enum Facts {
     Hpa(HpaFacts),
     Restarts(RestartFacts),
     Errors(ErrorFacts),
+    /// What the last rollout changed in the pod template.
+    Rollout(Vec<crate::changes::Aspect>),
 }
 
 /// What a finding is to the breach: one of its causes, a hypothesis ruled

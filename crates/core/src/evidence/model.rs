@@ -77,6 +77,9 @@ pub struct LoadBalancer {
     /// `app/<name>/<id>`: the ARN suffix CloudWatch uses as the dimension value.
     pub dimension: String,
     pub scheme: Option<String>,
+    /// Its security groups (an ALB's; an NLB may have none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub security_groups: Vec<String>,
 }
 
 /// How a target group reaches its targets.

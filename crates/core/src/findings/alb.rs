@@ -764,6 +764,30 @@ fn shared_problem_by_health(summaries: &[TargetGroupSummary], lb: &str) -> Findi
     };
     let hypothesis =
         "The shared load balancer or ingress is the problem (rather than one service behind it)";
+    // Every group's targets failing at once: what they share failed (the
+    // path from the load balancer to the nodes, a security group, the nodes).
+    let all_failed = summaries.len() > 1
+        && summaries
+            .iter()
+            .all(|s| s.unhealthy_hosts_peak.is_some_and(|peak| peak > 0.0));
+    if culprits.is_empty() && all_failed {
+        return Finding {
+            cause: Some(format!(
+                "the targets of all {} groups behind {lb} failed at once: something they share",
+                summaries.len()
+            )),
+            ..Finding::decided(
+                FindingId::SharedLoadBalancerProblem,
+                hypothesis,
+                Verdict::Supported,
+                format!(
+                    "The targets of every group behind {lb} ({} groups) failed their health checks in the same window while {lb} answered for itself: what they share (the path from {lb} to the nodes, a security group, the nodes) failed, not one service.",
+                    summaries.len()
+                ),
+                None,
+            )
+        };
+    }
     if culprits.is_empty() {
         return Finding::decided(
             FindingId::SharedLoadBalancerProblem,

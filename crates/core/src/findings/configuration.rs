@@ -159,7 +159,12 @@ fn configuration_change(
                     .map(|b| format!(" (by {b})"))
                     .unwrap_or_default()
             ),
-            Some(format!("{} {}: {}", c.when(), c.subject, c.summary)),
+            Some(format!(
+                "{} changed {} the breach: {}",
+                c.subject,
+                c.when(),
+                c.summary
+            )),
             None,
         ),
         (None, Some(c), true) => (

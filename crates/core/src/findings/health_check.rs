@@ -48,6 +48,34 @@ pub fn timeout_under_load(
                 .as_ref()
                 .is_some_and(|h| h.iter().any(|t| t.state == "unhealthy"))
     });
+    // Every group's checks failing at once while each answers its requests
+    // in time: the network between the load balancer and the targets (a
+    // security group, the nodes), not a slow health path.
+    let all_failing = groups.len() > 1 && groups.iter().all(|g| !unhealthy_periods(g).is_empty());
+    let any_slow = groups.iter().any(|g| {
+        let timeout = g
+            .group
+            .health_check
+            .as_ref()
+            .and_then(|c| c.timeout_seconds);
+        let p99 = unhealthy_periods(g)
+            .iter()
+            .filter_map(|t| g.p99.at(*t))
+            .reduce(f64::max);
+        matches!((timeout, p99), (Some(t), Some(p)) if p >= f64::from(t))
+    });
+    if all_failing && !any_slow {
+        return Finding::decided(
+            FindingId::HealthCheckTimeout,
+            HYPOTHESIS,
+            Verdict::Refuted,
+            format!(
+                "The targets of all {} groups failed their checks in the same window while their requests answered in time: the checks fail on the way to the targets (a security group, the nodes), not because a health path is slow.",
+                groups.len()
+            ),
+            Some("health check timeout: every group failed at once, requests in time".to_owned()),
+        );
+    }
     let Some(g) = failing else {
         return Finding::decided(
             FindingId::HealthCheckTimeout,

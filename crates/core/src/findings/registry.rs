@@ -109,9 +109,20 @@ fn role_of(finding: &Finding, saturated: bool) -> Role {
     }
 }
 
+/// Whether a rollout just before the breach changed the CPU limit: the
+/// saturation is then the revision's doing, and undoing it (not more pods)
+/// is what brings the metric back.
+pub fn saturation_rolled_out(findings: &[Finding]) -> bool {
+    findings.iter().any(|f| {
+        f.id == FindingId::RecentDeploy
+            && f.verdict == Verdict::Supported
+            && matches!(&f.facts, Facts::Rollout(aspects) if aspects.contains(&crate::changes::Aspect::CpuLimit))
+    })
+}
+
 /// Sets every finding's role.
 pub fn assign(findings: &mut [Finding]) {
-    let saturated = cpu_saturated(findings);
+    let saturated = cpu_saturated(findings) && !saturation_rolled_out(findings);
     for finding in findings.iter_mut() {
         finding.role = role_of(finding, saturated);
     }

@@ -1261,11 +1261,16 @@ fn deploy(workload: &Workload, classification: &Classification) -> Finding {
             )),
             _ => None,
         },
+        facts: match &changed {
+            Some(d) if verdict == Verdict::Supported => {
+                Facts::Rollout(d.iter().map(|d| d.aspect).collect())
+            }
+            _ => Facts::None,
+        },
         verdict,
         summary,
         evidence,
         series: Vec::new(),
-        facts: Facts::None,
     }
 }
 

@@ -92,8 +92,24 @@ fn plain(path: &str) -> Option<(StatusCode, Value)> {
             json!([{"metadata": {"name": "web-abc", "namespace": "shop",
                     "creationTimestamp": "2026-11-29T08:00:00Z",
                     "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d1"}]},
-                    "spec": {"selector": {"matchLabels": {"app": "web"}}}}]),
+                    "spec": {"selector": {"matchLabels": {"app": "web"}}}},
+                   {"metadata": {"name": "web-old", "namespace": "shop",
+                    "creationTimestamp": "2026-11-20T08:00:00Z",
+                    "annotations": {"deployment.kubernetes.io/revision": "6"},
+                    "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "d1"}]},
+                    "spec": {"selector": {"matchLabels": {"app": "web"}},
+                             "template": {"spec": {"containers": [{"name": "app", "image": "web:1",
+                                 "env": [{"name": "TOKEN", "value": "hunter2"}],
+                                 "envFrom": [{"configMapRef": {"name": "web-config"}}]}]}}}}]),
         )),
+        "/api/v1/events" => ok(list("Event", "v1", json!([]))),
+        "/api/v1/namespaces/shop/configmaps" => ok(json!({
+            "apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "metadata": {},
+            "items": [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata",
+                       "metadata": {"name": "web-config", "namespace": "shop",
+                                    "creationTimestamp": "2026-11-01T00:00:00Z",
+                                    "managedFields": [{"manager": "kubectl", "operation": "Update",
+                                                       "apiVersion": "v1", "time": "2026-11-29T11:30:00Z"}]}}]})),
         "/apis/apps/v1/namespaces/shop/deployments/web" => ok(json!({
             "apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web", "namespace": "shop", "annotations": {"deployment.kubernetes.io/revision": "7"}},
@@ -190,6 +206,19 @@ async fn a_bound_service_without_an_hpa_is_walked_to_its_deployment() {
     assert!(w.pods[0].lifecycle.warnings.is_empty());
     assert_eq!(w.snapshot.as_ref().map(Vec::len), Some(1));
     assert!(w.partial.is_empty(), "{:?}", w.partial);
+    // The revisions, newest first, with their templates: variable names, never values.
+    let revisions = &w.deployment.as_ref().unwrap().revisions;
+    assert_eq!(revisions.len(), 2);
+    let old = revisions.iter().find(|r| r.number == Some(6)).unwrap();
+    let template = old.template.as_ref().unwrap();
+    assert_eq!(template.containers[0].env_names, ["TOKEN"]);
+    assert_eq!(template.config_maps, ["web-config"]);
+    assert!(!format!("{w:?}").contains("hunter2"));
+    // When each ConfigMap was last written, from its managed fields.
+    assert_eq!(
+        w.activity.config_maps[0].changed_at.map(|t| t.to_rfc3339()),
+        Some("2026-11-29T11:30:00+00:00".to_owned())
+    );
     let listed = listed.expect("the pods were announced");
     assert_eq!(listed.namespace, "shop");
     assert_eq!(
@@ -198,10 +227,12 @@ async fn a_bound_service_without_an_hpa_is_walked_to_its_deployment() {
         "series are read in the walk's cluster"
     );
     assert_eq!(listed.pods, ["web-abc-1", "web-abc-2"]);
+    // Pod warnings and HPA events in the namespace, Karpenter's and the
+    // autoscaler's cluster-wide: four lists, none per pending pod.
     assert_eq!(
         asked.iter().filter(|p| p.contains("events")).count(),
-        1,
-        "one list of warning events, none per pending pod: {asked:?}"
+        4,
+        "no event list per pending pod: {asked:?}"
     );
     assert!(
         asked.iter().all(|p| !p.contains("nodes")),
