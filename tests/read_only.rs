@@ -29,6 +29,12 @@ const OWN_WRITES: [&str; 8] = [
 /// read-only member role), granted only on named resources.
 const SCOPED_READS: [&str; 2] = ["aps:QueryMetrics", "sts:AssumeRole"];
 
+/// Reads whose names do not say so and that IAM cannot scope to a resource:
+/// `cloudtrail:LookupEvents` reads the management events (what changed on the
+/// load balancer, its target groups and security groups) and supports no
+/// resource-level permission, so it is granted on `*` on purpose.
+const UNSCOPABLE_READS: [&str; 1] = ["cloudtrail:LookupEvents"];
+
 fn iam_problems(policy: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     for statement in policy["Statement"].as_array().unwrap() {
@@ -52,6 +58,8 @@ fn iam_problems(policy: &Value) -> Vec<String> {
                         "{action} on every resource, not only the bot's own"
                     ));
                 }
+            } else if UNSCOPABLE_READS.contains(&action) {
+                // Read-only by definition; IAM has no resource to narrow it to.
             } else if SCOPED_READS.contains(&action) {
                 if statement["Resource"] == "*" {
                     problems.push(format!(

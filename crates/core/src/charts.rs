@@ -243,6 +243,32 @@ fn latency(d: &Diagnosis) -> Result<Option<Chart>, ChartError> {
                 }
             }
         }
+        // Changes made (not the cluster reacting), as vertical marks; the most
+        // plausible one bold and in the legend.
+        let mut labelled = false;
+        for change in d.changes.iter().filter(|c| !c.automatic) {
+            let x = (change.at - end).num_seconds() as f64 / 60.0;
+            if x < start || x > 0.0 {
+                continue;
+            }
+            let colour = RGBColor(40, 90, 200);
+            let width = if change.most_plausible { 3 } else { 1 };
+            let drawn = chart
+                .draw_series(DashedLineSeries::new(
+                    [(x, 0.0), (x, top)],
+                    4,
+                    4,
+                    colour.stroke_width(width),
+                ))
+                .map_err(&fail)?;
+            if change.most_plausible && !labelled {
+                labelled = true;
+                let label = format!("changed: {}", change.subject);
+                drawn.label(label).legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(3))
+                });
+            }
+        }
         if let Some(t) = threshold {
             chart
                 .draw_series(DashedLineSeries::new(

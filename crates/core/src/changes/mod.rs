@@ -199,6 +199,9 @@ pub struct Change {
     /// The principal (a role and session, a user), when the source says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
+    /// The API call that made it (`ModifyTargetGroup`), for changes read from CloudTrail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub event: Option<String>,
     /// Made by a controller reacting (the HPA, Karpenter, the load balancer
     /// controller registering pods), not by a person or a pipeline.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -447,6 +450,7 @@ fn rollouts(workload: &Workload) -> Vec<Change> {
                 summary,
                 details,
                 by: None,
+                event: None,
                 automatic: false,
                 aspects,
                 offset_seconds: None,
@@ -498,6 +502,7 @@ fn scaling(event: &ClusterEvent, hpa: Option<&str>) -> Change {
             Vec::new()
         },
         by: None,
+        event: None,
         automatic: true,
         aspects: vec![if inward {
             Aspect::ScaleIn
@@ -540,6 +545,7 @@ fn capacity(events: &[ClusterEvent]) -> Vec<Change> {
                     .map(|e| format!("{}: {}", e.object, e.message))
                     .collect(),
                 by: None,
+                event: None,
                 automatic: true,
                 aspects: vec![Aspect::Nodes],
                 offset_seconds: None,
@@ -574,6 +580,7 @@ fn config_maps(workload: &Workload) -> Vec<Change> {
                         .to_owned(),
                 details: Vec::new(),
                 by: None,
+                event: None,
                 automatic: false,
                 aspects: vec![Aspect::Config],
                 offset_seconds: None,

@@ -41,6 +41,7 @@ pub fn interpret(event: &TrailEvent, path: &RequestPath) -> Option<Change> {
         summary,
         details,
         by: identity.principal.clone(),
+        event: Some(event.name.clone()),
         automatic: identity.automatic || automatic_registration(kind, &identity),
         aspects,
         offset_seconds: None,

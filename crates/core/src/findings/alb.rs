@@ -773,7 +773,7 @@ fn shared_problem_by_health(summaries: &[TargetGroupSummary], lb: &str) -> Findi
     if culprits.is_empty() && all_failed {
         return Finding {
             cause: Some(format!(
-                "the targets of all {} groups behind {lb} failed at once: something they share",
+                "the targets of all {} groups behind the {lb} failed at once: something they share",
                 summaries.len()
             )),
             ..Finding::decided(
@@ -781,7 +781,7 @@ fn shared_problem_by_health(summaries: &[TargetGroupSummary], lb: &str) -> Findi
                 hypothesis,
                 Verdict::Supported,
                 format!(
-                    "The targets of every group behind {lb} ({} groups) failed their health checks in the same window while {lb} answered for itself: what they share (the path from {lb} to the nodes, a security group, the nodes) failed, not one service.",
+                    "The targets of every group behind the {lb} ({} groups) failed their health checks in the same window while the {lb} answered for itself: what they share (the path from the {lb} to the nodes, a security group, the nodes) failed, not one service.",
                     summaries.len()
                 ),
                 None,

@@ -3,7 +3,7 @@
 //! failing probes, and an autoscaler that cannot add nodes.
 
 use super::Context;
-use super::commands::{aws, kubectl, region_flag, shell_quote};
+use super::commands::{aws, iso, kubectl, region_flag, shell_quote};
 use crate::diagnosis::{FindingId, NextStep};
 use crate::findings::probes::ProbeTrouble;
 
@@ -154,5 +154,67 @@ pub fn see_why_nodes_are_not_added(context: &Context<'_>) -> Option<NextStep> {
             kubectl("kubectl get nodeclaims.karpenter.sh -o wide".to_owned()),
             kubectl("kubectl -n kube-system get configmap cluster-autoscaler-status -o jsonpath='{.data.status}'".to_owned()),
         ],
+    })
+}
+
+/// Someone changed the path through the AWS API just before the breach:
+/// look at the record and the setting as it is now. Undoing it is for the
+/// change's owner to decide; alarm-triage changes nothing.
+pub fn review_the_aws_change(context: &Context<'_>) -> Option<NextStep> {
+    use crate::changes::{ChangeKind, ChangeOrigin};
+    let finding = context.cause(FindingId::ConfigurationChange)?;
+    let change = context
+        .changes
+        .iter()
+        .filter(|c| c.source == ChangeOrigin::CloudTrail && !c.automatic)
+        .filter(|c| c.offset_seconds.is_some_and(|s| s <= 60))
+        .max_by_key(|c| (c.most_plausible, c.at))?;
+    let region = region_flag(context.alarm);
+    let mut commands = Vec::new();
+    if let Some(event) = &change.event {
+        commands.push(aws(format!(
+            "aws cloudtrail lookup-events --lookup-attributes AttributeKey=EventName,AttributeValue={} --start-time {} --end-time {} --query 'Events[].CloudTrailEvent' --output text{region}",
+            shell_quote(event),
+            iso(change.at - chrono::Duration::minutes(1)),
+            iso(change.at + chrono::Duration::minutes(1)),
+        )));
+    }
+    let named = |prefix: &str| change.subject.strip_prefix(prefix).map(str::to_owned);
+    match change.kind {
+        ChangeKind::TargetGroup | ChangeKind::Targets => {
+            if let Some(group) = named("target group ") {
+                commands.push(aws(format!(
+                    "aws elbv2 describe-target-groups --names {} --query 'TargetGroups[0].[HealthCheckProtocol,HealthCheckPort,HealthCheckPath,HealthCheckTimeoutSeconds,HealthCheckIntervalSeconds,Matcher.HttpCode]' --output table{region}",
+                    shell_quote(&group)
+                )));
+            }
+        }
+        ChangeKind::SecurityGroup => {
+            if let Some(group) = named("security group ") {
+                commands.push(aws(format!(
+                    "aws ec2 describe-security-group-rules --filters Name=group-id,Values={} --output table{region}",
+                    shell_quote(&group)
+                )));
+            }
+        }
+        _ => {}
+    }
+    Some(NextStep {
+        proposal: format!(
+            "Review the change to {} made {} the breach ({}) with whoever made it",
+            change.subject,
+            change.when(),
+            change.summary
+        ),
+        rationale: finding.summary.clone(),
+        trade_offs: Some(format!(
+            "Restoring the previous setting is a decision for the change's owner{}; confirm first that the timing and the symptom match.",
+            change
+                .by
+                .as_ref()
+                .map(|b| format!(" ({b})"))
+                .unwrap_or_default()
+        )),
+        commands,
     })
 }

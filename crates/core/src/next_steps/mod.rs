@@ -30,6 +30,8 @@ pub struct Context<'a> {
     pub findings: &'a [Finding],
     pub target_groups: &'a [TargetGroupSummary],
     pub workload: Option<&'a WorkloadSummary>,
+    /// What changed around the breach, oldest first.
+    pub changes: &'a [crate::changes::Change],
     pub now: DateTime<Utc>,
 }
 
@@ -70,7 +72,7 @@ pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 /// gets no next step), causes in causal order; the generic steps (date the
 /// flapping, investigate the culprit group) follow them, and rules about the
 /// alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 25] = [
+pub const RULES: [(Option<FindingId>, Rule); 26] = [
     (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
     (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
     (
@@ -86,6 +88,10 @@ pub const RULES: [(Option<FindingId>, Rule); 25] = [
         rules::add_a_readiness_probe,
     ),
     (Some(FindingId::RecentDeploy), rules::compare_the_rollout),
+    (
+        Some(FindingId::ConfigurationChange),
+        errors_and_capacity::review_the_aws_change,
+    ),
     (Some(FindingId::RecentDeploy), rules::warm_up_new_pods),
     (
         Some(FindingId::PendingPods),
@@ -172,6 +178,7 @@ pub fn propose(
         findings: &decided.findings,
         target_groups: &decided.target_groups,
         workload: decided.workload.as_ref(),
+        changes: &decided.changes.changes,
         now,
     };
     let mut ordered: Vec<&(Option<FindingId>, Rule)> = RULES

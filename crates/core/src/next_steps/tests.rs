@@ -119,6 +119,7 @@ fn run_with(rule: Rule, findings: &[Finding], w: Option<&WorkloadSummary>) -> Op
         findings,
         target_groups: &[],
         workload: w,
+        changes: &[],
         now: now(),
     })
 }
@@ -625,6 +626,7 @@ fn least_outstanding_requests_is_proposed_for_latency_only() {
             findings: &findings,
             target_groups: &groups,
             workload: None,
+            changes: &[],
             now: now(),
         })
     };
