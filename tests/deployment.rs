@@ -114,11 +114,15 @@ fn policy_problems(template: &Value) -> Vec<String> {
                     // Reads whose names do not say so, granted on named resources only:
                     // an AMP workspace, the member roles (themselves read-only).
                     let scoped_read = ["aps:QueryMetrics", "sts:AssumeRole"].contains(&action);
+                    // A read IAM cannot scope to a resource (CloudTrail's
+                    // management events: what changed on the path), so on "*".
+                    let unscopable_read = action == "cloudtrail:LookupEvents";
                     let read = ["Describe", "Get", "List"]
                         .iter()
                         .any(|p| verb.starts_with(p))
                         && !verb.contains('*')
-                        || scoped_read;
+                        || scoped_read
+                        || unscopable_read;
                     let scoped = own_write || scoped_read;
                     if scoped && statement["Resource"] == "*" {
                         problems.push(format!("{name}: {action} on every resource"));
@@ -214,7 +218,7 @@ fn the_member_role_reads_only_and_trusts_only_the_central_function() {
         })
         .filter_map(|a| a.as_str().map(str::to_owned))
         .filter(|a| {
-            ["Describe", "Get", "List"]
+            ["Describe", "Get", "List", "Lookup"]
                 .iter()
                 .any(|p| a.contains(&format!(":{p}")))
         })
