@@ -24,6 +24,9 @@ pub const MAX_PAGES: usize = 5;
 /// The API's rate: 2 calls a second per account and region.
 const CALL_SPACING: Duration = Duration::from_millis(500);
 
+/// Calls that may go at once: one second's worth.
+const CALL_BURST: u32 = 2;
+
 /// Reads CloudTrail through aws-sdk-cloudtrail.
 #[derive(Debug, Clone)]
 pub struct CloudTrailSource {
@@ -35,23 +38,28 @@ impl CloudTrailSource {
     pub fn new(client: aws_sdk_cloudtrail::Client) -> Self {
         CloudTrailSource {
             client,
-            pacer: Arc::new(Pacer::new(CALL_SPACING)),
+            pacer: Arc::new(Pacer::new(CALL_SPACING, CALL_BURST)),
         }
     }
 }
 
-/// Spaces calls so that they stay under the API's rate instead of being throttled.
+/// Keeps calls under the API's rate instead of being throttled: a bucket of
+/// `burst` calls, refilled one call every `spacing`. The first lookups go at
+/// once; later ones (more kinds, next pages) wait their turn.
 #[derive(Debug)]
 struct Pacer {
+    /// When the bucket was last full, as the time its tokens were all spent up to.
     next: Mutex<Option<Instant>>,
     spacing: Duration,
+    burst: u32,
 }
 
 impl Pacer {
-    fn new(spacing: Duration) -> Self {
+    fn new(spacing: Duration, burst: u32) -> Self {
         Pacer {
             next: Mutex::new(None),
             spacing,
+            burst,
         }
     }
 
@@ -59,10 +67,16 @@ impl Pacer {
     async fn turn(&self) {
         let mut next = self.next.lock().await;
         let now = Instant::now();
-        let at = next.filter(|at| *at > now).unwrap_or(now);
+        // A full bucket holds `burst` calls: the earliest "next" is that far back.
+        let floor = now
+            .checked_sub(self.spacing * self.burst.saturating_sub(1))
+            .unwrap_or(now);
+        let at = next.map_or(floor, |n| n.max(floor));
         *next = Some(at + self.spacing);
         drop(next);
-        tokio::time::sleep_until(at).await;
+        if at > now {
+            tokio::time::sleep_until(at).await;
+        }
     }
 }
 
@@ -135,12 +149,27 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
-    async fn calls_are_spaced_to_stay_under_the_rate() {
-        let pacer = Pacer::new(CALL_SPACING);
+    async fn two_calls_go_at_once_and_the_next_wait_their_turn() {
+        let pacer = Pacer::new(CALL_SPACING, CALL_BURST);
         let started = Instant::now();
+        let mut at = Vec::new();
+        for _ in 0..4 {
+            pacer.turn().await;
+            at.push(started.elapsed().as_millis());
+        }
+        assert_eq!(at, [0, 0, 500, 1000]);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_pacer_refills_its_burst() {
+        let pacer = Pacer::new(CALL_SPACING, CALL_BURST);
         for _ in 0..3 {
             pacer.turn().await;
         }
-        assert_eq!(started.elapsed(), Duration::from_millis(1000));
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        let started = Instant::now();
+        pacer.turn().await;
+        pacer.turn().await;
+        assert_eq!(started.elapsed(), Duration::ZERO);
     }
 }

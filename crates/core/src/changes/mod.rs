@@ -295,6 +295,7 @@ impl Timeline {
         let from = anchor - LOOKBACK;
         changes.retain(|c| c.at >= from && c.at <= sources.now);
         changes.sort_by(|a, b| a.at.cmp(&b.at).then_with(|| a.subject.cmp(&b.subject)));
+        let mut changes = merge_registrations(changes);
         for change in &mut changes {
             change.offset_seconds = sources
                 .breach_start
@@ -355,7 +356,12 @@ impl Timeline {
     /// The first screen's line about change.
     pub fn headline(&self) -> Option<String> {
         if let Some(change) = self.most_plausible() {
-            return Some(format!("Changed {}", change.line()));
+            // A controller acting is no one's change: say that it reacted.
+            return Some(if change.automatic {
+                format!("The cluster reacted {}", change.line())
+            } else {
+                format!("Changed {}", change.line())
+            });
         }
         if !self.kubernetes_read && !self.trail_read {
             return None;
@@ -389,6 +395,50 @@ impl Timeline {
             }
         }
     }
+}
+
+/// The load balancer controller registers and deregisters one target per
+/// pod as pods come and go: a rollout is dozens of records. Automatic
+/// registrations of one group within 15 minutes of each other become one
+/// change (when the first was made).
+fn merge_registrations(changes: Vec<Change>) -> Vec<Change> {
+    const GAP: Duration = Duration::minutes(15);
+    let mut out: Vec<Change> = Vec::with_capacity(changes.len());
+    let mut counts: Vec<(usize, u32, u32, DateTime<Utc>)> = Vec::new();
+    for change in changes {
+        let registered = change.summary.contains(" registered");
+        let n = change
+            .summary
+            .split_whitespace()
+            .next()
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(1);
+        let joins = change.kind == ChangeKind::Targets && change.automatic;
+        if joins
+            && let Some((index, up, down, last)) = counts.iter_mut().find(|(i, _, _, last)| {
+                out[*i].subject == change.subject && change.at - *last <= GAP
+            })
+        {
+            if registered {
+                *up += n;
+            } else {
+                *down += n;
+            }
+            *last = change.at;
+            let (up, down) = (*up, *down);
+            out[*index].summary = format!(
+                "{up} target{} registered, {down} deregistered (the controller following the pods)",
+                if up == 1 { "" } else { "s" }
+            );
+            continue;
+        }
+        if joins {
+            let (up, down) = if registered { (n, 0) } else { (0, n) };
+            counts.push((out.len(), up, down, change.at));
+        }
+        out.push(change);
+    }
+    out
 }
 
 /// Each revision created in the window, with what it changed from the one before.

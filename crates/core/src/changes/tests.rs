@@ -164,3 +164,49 @@ fn a_recent_breach_warns_that_cloudtrail_lags() {
     });
     assert!(timeline.notes[0].contains("5 to 15 minutes"));
 }
+
+fn registration(id: &str, minutes_before: i64, verb: &str) -> TrailEvent {
+    TrailEvent {
+        id: id.into(),
+        name: verb.into(),
+        at: breach() - Duration::minutes(minutes_before),
+        source: "elasticloadbalancing.amazonaws.com".into(),
+        username: None,
+        resources: Vec::new(),
+        record: Some(
+            serde_json::json!({
+                "userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/lbc/1"},
+                "userAgent": "elbv2.k8s.aws/v2.7.1 aws-sdk-go/1.50",
+                "readOnly": false,
+                "requestParameters": {"targetGroupArn": GROUP, "targets": [{"id": "10.0.0.1", "port": 80}]},
+            })
+            .to_string(),
+        ),
+    }
+}
+
+#[test]
+fn the_controller_following_a_rollout_is_one_change_not_one_per_pod() {
+    let timeline = timeline_of(
+        vec![
+            registration("a", 60, "RegisterTargets"),
+            registration("b", 59, "DeregisterTargets"),
+            registration("c", 58, "RegisterTargets"),
+            registration("d", 57, "DeregisterTargets"),
+            registration("e", 20, "RegisterTargets"),
+        ],
+        None,
+    );
+    let summaries: Vec<&str> = timeline
+        .changes
+        .iter()
+        .map(|c| c.summary.as_str())
+        .collect();
+    assert_eq!(
+        summaries,
+        [
+            "2 targets registered, 2 deregistered (the controller following the pods)",
+            "1 target registered (10.0.0.1)"
+        ]
+    );
+}
