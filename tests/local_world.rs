@@ -500,3 +500,56 @@ fn the_amp_workspace_refuses_an_unsigned_query_and_forwards_nothing() {
         "nothing unsigned reached Prometheus: {calls}"
     );
 }
+
+#[tokio::test]
+async fn cloudtrail_lookups_read_the_worlds_changes_through_the_rust_sdk() {
+    use alarm_triage::adapters::cloudtrail::CloudTrailSource;
+    use alarm_triage::evidence::AuditTrailSource;
+    use alarm_triage::evidence::changes::TrailLookup;
+    let world = LocalWorld::up("alb-health-check-path-edited");
+    let trail = CloudTrailSource::new(aws_sdk_cloudtrail::Client::new(&world.sdk_config().await));
+    let now = Utc::now();
+    let page = trail
+        .trail_events(
+            TrailLookup::LoadBalancing,
+            now - chrono::Duration::hours(7),
+            now,
+        )
+        .await
+        .unwrap();
+    assert!(!page.truncated);
+    let names: Vec<&str> = page.events.iter().map(|e| e.name.as_str()).collect();
+    // Newest first: the health-check edit, then the engineer's read before it.
+    assert_eq!(
+        names[..2],
+        ["ModifyTargetGroup", "DescribeTargetGroups"],
+        "{names:?}"
+    );
+    assert!(
+        page.events.windows(2).all(|pair| pair[0].at >= pair[1].at),
+        "newest first"
+    );
+    let edit = &page.events[0];
+    assert!(edit.record.as_deref().unwrap().contains("/readyz"));
+    assert!(
+        page.events
+            .iter()
+            .all(|e| e.source == "elasticloadbalancing.amazonaws.com"),
+        "the lookup's one attribute filters by event source"
+    );
+    // The window bounds the lookup: from ten minutes before the world's
+    // "now" it holds the edit (9 min before) alone, not the read (10 min 40 s).
+    let world_now = chrono::DateTime::parse_from_rfc3339(world.facts["now"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&Utc);
+    let recent = trail
+        .trail_events(
+            TrailLookup::LoadBalancing,
+            world_now - chrono::Duration::minutes(10),
+            now,
+        )
+        .await
+        .unwrap();
+    let recent: Vec<&str> = recent.events.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(recent, ["ModifyTargetGroup"]);
+}
