@@ -202,7 +202,7 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
         let facts = AlarmFacts::from_notification(&alarm);
         let elsewhere = self.scoped(&facts).await;
         let collection = elsewhere.as_ref().unwrap_or(&self.collection);
-        let investigation = gather(collection, &facts, budget, now).await;
+        let investigation = Box::pin(gather(collection, &facts, budget, now)).await;
         let diagnosis = assemble(&alarm, kind, &investigation, &self.classifier, now);
         tracing::info!(
             alarm_name = %diagnosis.alarm.name,

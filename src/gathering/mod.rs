@@ -114,14 +114,16 @@ pub async fn gather<S: EvidenceSources>(
     };
 
     // The audit trail depends on nothing else: it is read alongside every phase.
-    let trail = read_trail(
+    // Both branches are boxed: their futures are large, and a deep stack of
+    // them overflows a test thread's stack in debug builds.
+    let trail = Box::pin(read_trail(
         sources,
         &ledger,
         plan.load_balancer_dimension.clone(),
         crate::instants::earlier(window.start, crate::changes::LOOKBACK),
         now,
-    );
-    let main = read_phases(sources, &ledger, alarm, plan, budget, window);
+    ));
+    let main = Box::pin(read_phases(sources, &ledger, alarm, plan, budget, window));
     let ((mut investigation, workload, pod_series), trail) = tokio::join!(main, trail);
     let (gaps, timings) = ledger.close();
     let evidence = &mut investigation.evidence;
@@ -142,7 +144,7 @@ async fn read_phases<S: EvidenceSources>(
     budget: Budget,
     window: Window,
 ) -> (Investigation, Option<Workload>, Option<PodSeries>) {
-    let mut cloud = read_cloud(sources, ledger, alarm, &plan, budget, window).await;
+    let mut cloud = Box::pin(read_cloud(sources, ledger, alarm, &plan, budget, window)).await;
     if let (Some(alb), Some(bindings)) = (cloud.alb.as_mut(), cloud.bindings.as_ref()) {
         alb.services = bindings.services.clone();
     }
@@ -171,13 +173,13 @@ async fn read_phases<S: EvidenceSources>(
                     (None, None)
                 }
                 Some(target) => {
-                    read_workload(
+                    Box::pin(read_workload(
                         sources,
                         ledger,
                         &target,
                         window,
                         metric.period_seconds.max(60),
-                    )
+                    ))
                     .await
                 }
                 None => {

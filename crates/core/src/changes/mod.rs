@@ -21,6 +21,10 @@ use crate::evidence::workload::Workload;
 /// How far before the breach the timeline looks.
 pub const LOOKBACK: Duration = Duration::hours(6);
 
+/// How long before the breach a change can still have set it off (as for a
+/// deploy): older changes stay in the timeline but are never singled out.
+pub const PLAUSIBLE_WINDOW: Duration = Duration::hours(2);
+
 /// CloudTrail delivers a record 5 to 15 minutes after the call.
 pub const TRAIL_DELIVERY_LAG: Duration = Duration::minutes(15);
 
@@ -232,6 +236,26 @@ impl Change {
         format!("{}: {}: {}", self.when(), self.subject, self.summary)
     }
 
+    /// `7 min before the breach`, `2 min after the breach began`.
+    pub fn when_against_the_breach(&self) -> String {
+        match self.offset_seconds {
+            Some(s) if s < -59 => format!("{} the breach", self.when()),
+            Some(s) if s > 59 => format!("{} the breach began", self.when()),
+            Some(_) => "as the breach began".to_owned(),
+            None => format!("at {}", self.when()),
+        }
+    }
+
+    /// `7 min before the breach: deployment payments/ledger: ...`.
+    fn sentence(&self) -> String {
+        format!(
+            "{}: {}: {}",
+            self.when_against_the_breach(),
+            self.subject,
+            self.summary
+        )
+    }
+
     fn came_before(&self, grace: Duration) -> bool {
         self.offset_seconds
             .is_some_and(|s| s <= grace.num_seconds())
@@ -326,8 +350,8 @@ impl Timeline {
     }
 
     /// Marks the change that most plausibly set off the supported causes:
-    /// one that came before the breach (a period's grace) and touched what a
-    /// cause is about; made by someone rather than a controller reacting,
+    /// one that came in the `PLAUSIBLE_WINDOW` before the breach (a minute's
+    /// grace after its start) and touched what a cause is about; made by someone rather than a controller reacting,
     /// then the latest.
     pub fn mark_most_plausible(&mut self, findings: &[Finding]) {
         let causes: Vec<&FindingId> = findings
@@ -340,6 +364,10 @@ impl Timeline {
             .iter()
             .enumerate()
             .filter(|(_, c)| c.came_before(Duration::minutes(1)))
+            .filter(|(_, c)| {
+                c.offset_seconds
+                    .is_some_and(|s| s >= -PLAUSIBLE_WINDOW.num_seconds())
+            })
             .filter(|(_, c)| causes.iter().any(|id| c.relates_to(id)))
             .max_by_key(|(_, c)| (!c.automatic, c.at))
             .map(|(i, _)| i);
@@ -358,9 +386,9 @@ impl Timeline {
         if let Some(change) = self.most_plausible() {
             // A controller acting is no one's change: say that it reacted.
             return Some(if change.automatic {
-                format!("The cluster reacted {}", change.line())
+                format!("The cluster reacted {}", change.sentence())
             } else {
-                format!("Changed {}", change.line())
+                format!("Changed {}", change.sentence())
             });
         }
         if !self.kubernetes_read && !self.trail_read {
@@ -379,7 +407,7 @@ impl Timeline {
         match before.iter().rev().find(|c| !c.automatic) {
             Some(last) => Some(format!(
                 "No change linked to the causes; the last: {}",
-                last.line()
+                last.sentence()
             )),
             None => {
                 let reactions = before.len();

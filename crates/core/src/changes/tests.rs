@@ -115,7 +115,7 @@ fn the_change_that_touched_what_a_cause_is_about_is_the_most_plausible() {
     assert_eq!(chosen.kind, ChangeKind::TargetGroup);
     assert_eq!(
         timeline.headline().unwrap(),
-        "Changed 10 min before: target group k8s-shop-cart-1a: health-check path -> /health"
+        "Changed 10 min before the breach: target group k8s-shop-cart-1a: health-check path -> /health"
     );
 }
 
@@ -208,5 +208,19 @@ fn the_controller_following_a_rollout_is_one_change_not_one_per_pod() {
             "2 targets registered, 2 deregistered (the controller following the pods)",
             "1 target registered (10.0.0.1)"
         ]
+    );
+}
+
+#[test]
+fn a_related_change_hours_before_the_breach_stays_in_the_timeline_but_is_not_singled_out() {
+    let mut timeline = timeline_of(vec![health_check_edit(3 * 60)], None);
+    timeline.mark_most_plausible(&[supported_cause(FindingId::UnhealthyTargets)]);
+    assert_eq!(timeline.changes.len(), 1);
+    assert!(timeline.most_plausible().is_none());
+    assert!(
+        timeline
+            .headline()
+            .unwrap()
+            .starts_with("No change linked to the causes; the last: 3 h 00 min before the breach")
     );
 }

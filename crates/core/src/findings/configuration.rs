@@ -14,7 +14,7 @@ use crate::evidence::changes::RequestPath;
 
 /// A change this long before the breach can still have set it off (the same
 /// window as a deploy's).
-pub const CHANGE_WINDOW: Duration = Duration::hours(2);
+pub const CHANGE_WINDOW: Duration = crate::changes::PLAUSIBLE_WINDOW;
 
 /// Builds the timeline, and decides whether an AWS change set the breach off.
 pub fn what_changed(scope: &Scope<'_>, decided: &mut Decided) {

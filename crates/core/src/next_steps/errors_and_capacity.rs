@@ -170,21 +170,15 @@ pub fn review_the_aws_change(context: &Context<'_>) -> Option<NextStep> {
         .filter(|c| c.offset_seconds.is_some_and(|s| s <= 60))
         .max_by_key(|c| (c.most_plausible, c.at))?;
     let region = region_flag(context.alarm);
+    // The setting as it is now first (short enough for the first screen),
+    // then the record of the call.
     let mut commands = Vec::new();
-    if let Some(event) = &change.event {
-        commands.push(aws(format!(
-            "aws cloudtrail lookup-events --lookup-attributes AttributeKey=EventName,AttributeValue={} --start-time {} --end-time {} --query 'Events[].CloudTrailEvent' --output text{region}",
-            shell_quote(event),
-            iso(change.at - chrono::Duration::minutes(1)),
-            iso(change.at + chrono::Duration::minutes(1)),
-        )));
-    }
     let named = |prefix: &str| change.subject.strip_prefix(prefix).map(str::to_owned);
     match change.kind {
         ChangeKind::TargetGroup | ChangeKind::Targets => {
             if let Some(group) = named("target group ") {
                 commands.push(aws(format!(
-                    "aws elbv2 describe-target-groups --names {} --query 'TargetGroups[0].[HealthCheckProtocol,HealthCheckPort,HealthCheckPath,HealthCheckTimeoutSeconds,HealthCheckIntervalSeconds,Matcher.HttpCode]' --output table{region}",
+                    "aws elbv2 describe-target-groups --names {}{region}",
                     shell_quote(&group)
                 )));
             }
@@ -198,6 +192,14 @@ pub fn review_the_aws_change(context: &Context<'_>) -> Option<NextStep> {
             }
         }
         _ => {}
+    }
+    if let Some(event) = &change.event {
+        commands.push(aws(format!(
+            "aws cloudtrail lookup-events --lookup-attributes AttributeKey=EventName,AttributeValue={} --start-time {} --end-time {} --query 'Events[].CloudTrailEvent' --output text{region}",
+            shell_quote(event),
+            iso(change.at - chrono::Duration::minutes(1)),
+            iso(change.at + chrono::Duration::minutes(1)),
+        )));
     }
     Some(NextStep {
         proposal: format!(

@@ -632,8 +632,13 @@ pub fn consider_least_outstanding_requests(context: &Context<'_>) -> Option<Next
 
 pub fn look_at_what_groups_share(context: &Context<'_>) -> Option<NextStep> {
     context.supported(FindingId::SharedLoadBalancerProblem)?;
+    // A change to what they share already says where to look: its own step.
+    if context.cause(FindingId::ConfigurationChange).is_some() {
+        return None;
+    }
+    let symptom = context.alarm.family().symptom();
     Some(NextStep {
-        proposal: "Look at what the slow target groups share: the load balancer, the ingress, or a common dependency".to_owned(),
+        proposal: format!("Look at what the target groups that are {symptom} share: the load balancer, the ingress, the nodes' network, or a common dependency"),
         rationale: "Most groups breach at once, which one service cannot explain.".to_owned(),
         trade_offs: None,
         commands: context

@@ -320,7 +320,10 @@ pub fn details(d: &Diagnosis) -> Value {
             })
             .collect();
         blocks.push(mrkdwn_section(&truncate(
-            &format!("*Changes* (newest first)\n{}", lines.join("\n")),
+            &format!(
+                "*Changes* (against the breach's start, newest first)\n{}",
+                lines.join("\n")
+            ),
             MAX_SECTION_TEXT,
         )));
     }

@@ -386,7 +386,7 @@ fn changes_section(out: &mut String, d: &Diagnosis) {
     if d.changes.is_empty() {
         return;
     }
-    out.push_str("CHANGES (oldest first; * the most plausible)\n");
+    out.push_str("CHANGES (against the breach's start, oldest first; * the most plausible)\n");
     for c in &d.changes {
         push_wrapped(
             out,
