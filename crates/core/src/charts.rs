@@ -243,32 +243,7 @@ fn latency(d: &Diagnosis) -> Result<Option<Chart>, ChartError> {
                 }
             }
         }
-        // Changes made (not the cluster reacting), as vertical marks; the most
-        // plausible one bold and in the legend.
-        let mut labelled = false;
-        for change in d.changes.iter().filter(|c| !c.automatic) {
-            let x = (change.at - end).num_seconds() as f64 / 60.0;
-            if x < start || x > 0.0 {
-                continue;
-            }
-            let colour = RGBColor(40, 90, 200);
-            let width = if change.most_plausible { 3 } else { 1 };
-            let drawn = chart
-                .draw_series(DashedLineSeries::new(
-                    [(x, 0.0), (x, top)],
-                    4,
-                    4,
-                    colour.stroke_width(width),
-                ))
-                .map_err(&fail)?;
-            if change.most_plausible && !labelled {
-                labelled = true;
-                let label = format!("changed: {}", change.subject);
-                drawn.label(label).legend(move |(x, y)| {
-                    PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(3))
-                });
-            }
-        }
+        mark_changes(&mut chart, d, end, (start, top), &fail)?;
         if let Some(t) = threshold {
             chart
                 .draw_series(DashedLineSeries::new(
@@ -296,6 +271,43 @@ fn latency(d: &Diagnosis) -> Result<Option<Chart>, ChartError> {
         title,
         png: encode(&buffer, NAME)?,
     }))
+}
+
+/// Changes made (not the cluster reacting) as vertical dashed marks over
+/// `start..0` minutes; the most plausible one bold and in the legend.
+fn mark_changes<'a>(
+    chart: &mut ChartContext<'a, BitMapBackend<'a>, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    d: &Diagnosis,
+    end: chrono::DateTime<chrono::Utc>,
+    (start, top): (f64, f64),
+    fail: &impl Fn(DrawingAreaErrorKind<<BitMapBackend<'a> as DrawingBackend>::ErrorType>) -> ChartError,
+) -> Result<(), ChartError> {
+    let colour = RGBColor(40, 90, 200);
+    let mut labelled = false;
+    for change in d.changes.iter().filter(|c| !c.automatic) {
+        let x = (change.at - end).num_seconds() as f64 / 60.0;
+        if x < start || x > 0.0 {
+            continue;
+        }
+        let width = if change.most_plausible { 3 } else { 1 };
+        let drawn = chart
+            .draw_series(DashedLineSeries::new(
+                [(x, 0.0), (x, top)],
+                4,
+                4,
+                colour.stroke_width(width),
+            ))
+            .map_err(fail)?;
+        if change.most_plausible && !labelled {
+            labelled = true;
+            drawn
+                .label(format!("changed: {}", change.subject))
+                .legend(move |(x, y)| {
+                    PathElement::new([(x, y), (x + 18, y)], colour.stroke_width(3))
+                });
+        }
+    }
+    Ok(())
 }
 
 /// Each pod's CPU against the pods' request and limit, on one scale; hot pods

@@ -10,7 +10,8 @@ pub mod template;
 pub mod trail;
 
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
+
+pub use crate::diagnosis::change::{Aspect, Change, ChangeKind, ChangeOrigin};
 
 use crate::classify::human_duration;
 use crate::diagnosis::finding::Role;
@@ -27,59 +28,6 @@ pub const PLAUSIBLE_WINDOW: Duration = Duration::hours(2);
 
 /// CloudTrail delivers a record 5 to 15 minutes after the call.
 pub const TRAIL_DELIVERY_LAG: Duration = Duration::minutes(15);
-
-/// What kind of thing changed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeKind {
-    Rollout,
-    Scaling,
-    Capacity,
-    ConfigMap,
-    LoadBalancer,
-    Listener,
-    TargetGroup,
-    Targets,
-    SecurityGroup,
-    NodeGroup,
-}
-
-/// Where the change was read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ChangeOrigin {
-    Kubernetes,
-    #[serde(rename = "cloudtrail")]
-    CloudTrail,
-}
-
-/// What a change touched: what relates it to a cause.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Aspect {
-    /// A rollout whose content is unknown (its template was not read).
-    Code,
-    Image,
-    Command,
-    Environment,
-    Config,
-    CpuLimit,
-    CpuRequest,
-    Memory,
-    Probes,
-    Ports,
-    Scheduling,
-    Replicas,
-    ScaleOut,
-    ScaleIn,
-    Nodes,
-    HealthCheck,
-    TargetGroupAttributes,
-    TargetMembership,
-    Routing,
-    LoadBalancerAttributes,
-    Network,
-}
 
 impl Aspect {
     /// Whether a change to this could set off `finding`.
@@ -187,40 +135,31 @@ impl Aspect {
     }
 }
 
-/// One change, placed against the breach.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Change {
-    pub kind: ChangeKind,
-    pub at: DateTime<Utc>,
-    pub source: ChangeOrigin,
-    /// What changed: `deployment payments/ledger`, `target group k8s-...`.
-    pub subject: String,
-    /// How, in one line: `revision 18: cpu limit 2 -> 500m`.
-    pub summary: String,
-    /// Each difference, who made it, how far the rollout got.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub details: Vec<String>,
-    /// The principal (a role and session, a user), when the source says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    /// The API call that made it (`ModifyTargetGroup`), for changes read from CloudTrail.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub event: Option<String>,
-    /// Made by a controller reacting (the HPA, Karpenter, the load balancer
-    /// controller registering pods), not by a person or a pipeline.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub automatic: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub aspects: Vec<Aspect>,
-    /// Seconds from the breach's start; negative before it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offset_seconds: Option<i64>,
-    /// The change the first screen names.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub most_plausible: bool,
-}
-
 impl Change {
+    /// A change as the cluster records it: who made it is not recorded there.
+    fn in_cluster(
+        kind: ChangeKind,
+        at: DateTime<Utc>,
+        subject: String,
+        summary: String,
+        aspects: Vec<Aspect>,
+    ) -> Self {
+        Change {
+            kind,
+            at,
+            source: ChangeOrigin::Kubernetes,
+            subject,
+            summary,
+            details: Vec::new(),
+            by: None,
+            event: None,
+            automatic: false,
+            aspects,
+            offset_seconds: None,
+            most_plausible: false,
+        }
+    }
+
     /// `7 min before`, `2 min after`, `at the breach's start`.
     pub fn when(&self) -> String {
         match self.offset_seconds {
@@ -521,18 +460,8 @@ fn rollouts(workload: &Workload) -> Vec<Change> {
                 details.push(format!("rollout: {ready} of {wanted} pods ready"));
             }
             Some(Change {
-                kind: ChangeKind::Rollout,
-                at,
-                source: ChangeOrigin::Kubernetes,
-                subject: subject.clone(),
-                summary,
                 details,
-                by: None,
-                event: None,
-                automatic: false,
-                aspects,
-                offset_seconds: None,
-                most_plausible: false,
+                ..Change::in_cluster(ChangeKind::Rollout, at, subject.clone(), summary, aspects)
             })
         })
         .collect()
@@ -565,30 +494,25 @@ pub fn latest_rollout(
 
 fn scaling(event: &ClusterEvent, hpa: Option<&str>) -> Change {
     let inward = event.message.contains("below target");
+    let name = hpa.unwrap_or_else(|| event.object.rsplit('/').next().unwrap_or(&event.object));
     Change {
-        kind: ChangeKind::Scaling,
-        at: event.first_seen.or(event.last_seen).unwrap_or_default(),
-        source: ChangeOrigin::Kubernetes,
-        subject: format!(
-            "HPA {}",
-            hpa.unwrap_or_else(|| event.object.rsplit('/').next().unwrap_or(&event.object))
-        ),
-        summary: event.message.clone(),
         details: if event.count > 1 {
             vec![format!("{} times", event.count)]
         } else {
             Vec::new()
         },
-        by: None,
-        event: None,
         automatic: true,
-        aspects: vec![if inward {
-            Aspect::ScaleIn
-        } else {
-            Aspect::ScaleOut
-        }],
-        offset_seconds: None,
-        most_plausible: false,
+        ..Change::in_cluster(
+            ChangeKind::Scaling,
+            event.first_seen.or(event.last_seen).unwrap_or_default(),
+            format!("HPA {name}"),
+            event.message.clone(),
+            vec![if inward {
+                Aspect::ScaleIn
+            } else {
+                Aspect::ScaleOut
+            }],
+        )
     }
 }
 
@@ -612,22 +536,19 @@ fn capacity(events: &[ClusterEvent]) -> Vec<Change> {
             let count: u32 = events.iter().map(|e| e.count.max(1)).sum();
             let latest = events.iter().max_by_key(|e| e.last_seen)?;
             Some(Change {
-                kind: ChangeKind::Capacity,
-                at,
-                source: ChangeOrigin::Kubernetes,
-                subject: component.to_owned(),
-                summary: format!("{reason} x{count}: {}", latest.message),
                 details: events
                     .iter()
                     .take(3)
                     .map(|e| format!("{}: {}", e.object, e.message))
                     .collect(),
-                by: None,
-                event: None,
                 automatic: true,
-                aspects: vec![Aspect::Nodes],
-                offset_seconds: None,
-                most_plausible: false,
+                ..Change::in_cluster(
+                    ChangeKind::Capacity,
+                    at,
+                    component.to_owned(),
+                    format!("{reason} x{count}: {}", latest.message),
+                    vec![Aspect::Nodes],
+                )
             })
         })
         .collect()
@@ -648,22 +569,14 @@ fn config_maps(workload: &Workload) -> Vec<Change> {
         .iter()
         .filter(|c| read.contains(&&c.name))
         .filter_map(|c| {
-            Some(Change {
-                kind: ChangeKind::ConfigMap,
-                at: c.changed_at?,
-                source: ChangeOrigin::Kubernetes,
-                subject: format!("configmap {}/{}", workload.service.namespace, c.name),
-                summary:
-                    "updated (the pods read it; running pods see it only on restart or reload)"
-                        .to_owned(),
-                details: Vec::new(),
-                by: None,
-                event: None,
-                automatic: false,
-                aspects: vec![Aspect::Config],
-                offset_seconds: None,
-                most_plausible: false,
-            })
+            Some(Change::in_cluster(
+                ChangeKind::ConfigMap,
+                c.changed_at?,
+                format!("configmap {}/{}", workload.service.namespace, c.name),
+                "updated (the pods read it; running pods see it only on restart or reload)"
+                    .to_owned(),
+                vec![Aspect::Config],
+            ))
         })
         .collect()
 }

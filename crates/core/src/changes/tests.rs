@@ -30,23 +30,30 @@ fn trail(events: Vec<TrailEvent>) -> TrailEvidence {
     }
 }
 
-fn health_check_edit(minutes_before: i64) -> TrailEvent {
+/// A CloudTrail record of `name`, `minutes_before` the breach, with this record body.
+fn trail_event(id: &str, name: &str, minutes_before: i64, record: serde_json::Value) -> TrailEvent {
     TrailEvent {
-        id: format!("hc-{minutes_before}"),
-        name: "ModifyTargetGroup".into(),
+        id: id.into(),
+        name: name.into(),
         at: breach() - Duration::minutes(minutes_before),
         source: "elasticloadbalancing.amazonaws.com".into(),
         username: None,
         resources: Vec::new(),
-        record: Some(
-            serde_json::json!({
-                "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::1:user/sam"},
-                "readOnly": false,
-                "requestParameters": {"targetGroupArn": GROUP, "healthCheckPath": "/health"},
-            })
-            .to_string(),
-        ),
+        record: Some(record.to_string()),
     }
+}
+
+fn health_check_edit(minutes_before: i64) -> TrailEvent {
+    trail_event(
+        &format!("hc-{minutes_before}"),
+        "ModifyTargetGroup",
+        minutes_before,
+        serde_json::json!({
+            "userIdentity": {"type": "IAMUser", "arn": "arn:aws:iam::1:user/sam"},
+            "readOnly": false,
+            "requestParameters": {"targetGroupArn": GROUP, "healthCheckPath": "/health"},
+        }),
+    )
 }
 
 fn rescale(minutes_before: i64) -> ClusterEvent {
@@ -166,23 +173,17 @@ fn a_recent_breach_warns_that_cloudtrail_lags() {
 }
 
 fn registration(id: &str, minutes_before: i64, verb: &str) -> TrailEvent {
-    TrailEvent {
-        id: id.into(),
-        name: verb.into(),
-        at: breach() - Duration::minutes(minutes_before),
-        source: "elasticloadbalancing.amazonaws.com".into(),
-        username: None,
-        resources: Vec::new(),
-        record: Some(
-            serde_json::json!({
-                "userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/lbc/1"},
-                "userAgent": "elbv2.k8s.aws/v2.7.1 aws-sdk-go/1.50",
-                "readOnly": false,
-                "requestParameters": {"targetGroupArn": GROUP, "targets": [{"id": "10.0.0.1", "port": 80}]},
-            })
-            .to_string(),
-        ),
-    }
+    trail_event(
+        id,
+        verb,
+        minutes_before,
+        serde_json::json!({
+            "userIdentity": {"type": "AssumedRole", "arn": "arn:aws:sts::1:assumed-role/lbc/1"},
+            "userAgent": "elbv2.k8s.aws/v2.7.1 aws-sdk-go/1.50",
+            "readOnly": false,
+            "requestParameters": {"targetGroupArn": GROUP, "targets": [{"id": "10.0.0.1", "port": 80}]},
+        }),
+    )
 }
 
 #[test]

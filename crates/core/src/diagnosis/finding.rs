@@ -247,7 +247,7 @@ pub enum Facts {
     Restarts(RestartFacts),
     Errors(ErrorFacts),
     /// What the last rollout changed in the pod template.
-    Rollout(Vec<crate::changes::Aspect>),
+    Rollout(Vec<super::change::Aspect>),
 }
 
 /// What a finding is to the breach: one of its causes, a hypothesis ruled

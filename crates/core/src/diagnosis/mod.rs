@@ -3,6 +3,7 @@
 //! `schema/diagnosis-v1.schema.json` and every diagnosis we produce is tested against it.
 
 mod alarm_facts;
+pub mod change;
 pub mod finding;
 pub mod summary;
 
@@ -162,7 +163,7 @@ pub struct Diagnosis {
     pub what_changed: Option<String>,
     /// What changed around the breach, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub changes: Vec<crate::changes::Change>,
+    pub changes: Vec<change::Change>,
     /// Remarks about the report itself (for example that it was shortened to fit a message).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

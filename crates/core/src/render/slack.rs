@@ -171,6 +171,34 @@ pub fn first_message(d: &Diagnosis) -> Value {
     })
 }
 
+/// The change timeline, newest first, for the details.
+fn changes_block(d: &Diagnosis) -> Option<Value> {
+    if d.changes.is_empty() {
+        return None;
+    }
+    let lines: Vec<String> = d
+        .changes
+        .iter()
+        .rev()
+        .take(12)
+        .map(|c| {
+            format!(
+                "{} {}{}",
+                if c.most_plausible { "★" } else { "•" },
+                escape(&c.line()),
+                if c.automatic { " _(automatic)_" } else { "" }
+            )
+        })
+        .collect();
+    Some(mrkdwn_section(&truncate(
+        &format!(
+            "*Changes* (against the breach's start, newest first)\n{}",
+            lines.join("\n")
+        ),
+        MAX_SECTION_TEXT,
+    )))
+}
+
 /// One line per finding, for the one-message (webhook) form.
 fn compact_findings(d: &Diagnosis) -> Option<Value> {
     if d.findings.is_empty() {
@@ -304,29 +332,7 @@ pub fn details(d: &Diagnosis) -> Value {
             escape_code(&rows.join("\n"))
         )));
     }
-    if !d.changes.is_empty() {
-        let lines: Vec<String> = d
-            .changes
-            .iter()
-            .rev()
-            .take(12)
-            .map(|c| {
-                format!(
-                    "{} {}{}",
-                    if c.most_plausible { "★" } else { "•" },
-                    escape(&c.line()),
-                    if c.automatic { " _(automatic)_" } else { "" }
-                )
-            })
-            .collect();
-        blocks.push(mrkdwn_section(&truncate(
-            &format!(
-                "*Changes* (against the breach's start, newest first)\n{}",
-                lines.join("\n")
-            ),
-            MAX_SECTION_TEXT,
-        )));
-    }
+    blocks.extend(changes_block(d));
     if !d.evidence_gaps.is_empty() {
         let gaps: Vec<String> = d
             .evidence_gaps
