@@ -14,6 +14,7 @@ pub mod classify;
 pub mod diagnosis;
 pub mod error;
 pub mod evidence;
+pub mod feedback;
 pub mod findings;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fixtures;

@@ -18,6 +18,9 @@ use crate::evidence::changes::{
 
 type Listed<T> = std::result::Result<ObjectList<T>, kube::Error>;
 
+/// Karpenter's or the autoscaler's events read at most (one page each).
+const CAPACITY_EVENTS: u32 = 500;
+
 /// The lists read alongside the pods, before anything is known of the workload.
 #[derive(Debug)]
 pub struct ActivityLists {
@@ -32,8 +35,15 @@ pub async fn list(cluster: &Cluster, ns: &str) -> ActivityLists {
     let events = Api::<Event>::namespaced(cluster.client.clone(), ns);
     let everywhere = Api::<Event>::all(cluster.client.clone());
     let hpa = ListParams::default().fields("involvedObject.kind=HorizontalPodAutoscaler");
-    let karpenter = ListParams::default().fields("source=karpenter");
-    let autoscaler = ListParams::default().fields("source=cluster-autoscaler");
+    // Karpenter speaks of every pod it nominates: a busy cluster holds
+    // thousands of its events within their hour. A bounded page is enough to
+    // say that it acted and how.
+    let karpenter = ListParams::default()
+        .fields("source=karpenter")
+        .limit(CAPACITY_EVENTS);
+    let autoscaler = ListParams::default()
+        .fields("source=cluster-autoscaler")
+        .limit(CAPACITY_EVENTS);
     let config_maps = Api::<ConfigMap>::namespaced(cluster.client.clone(), ns);
     let every = ListParams::default();
     let (hpa_events, karpenter, autoscaler, config_maps) = tokio::join!(
