@@ -10,7 +10,7 @@ use kube::Api;
 use kube::api::{ListParams, ObjectList, PartialObjectMeta};
 
 use super::connection::Cluster;
-use super::workload::time_of;
+use super::timestamps::time_of;
 use crate::evidence::changes::{
     ClusterActivity, ClusterEvent, ConfigMapStamp, ContainerTemplate, PodTemplate, ProbeTemplate,
     Revision,
@@ -127,12 +127,7 @@ fn activity_note(what: &str, reason: &str) -> String {
 fn cluster_event(e: &Event, component: &str) -> ClusterEvent {
     let object = &e.involved_object;
     let first = time_of(e.first_timestamp.as_ref())
-        .or_else(|| {
-            let text = serde_json::to_value(e.event_time.as_ref()?).ok()?;
-            chrono::DateTime::parse_from_rfc3339(text.as_str()?)
-                .ok()
-                .map(|t| t.with_timezone(&chrono::Utc))
-        })
+        .or_else(|| time_of(e.event_time.as_ref()))
         .or_else(|| time_of(e.metadata.creation_timestamp.as_ref()));
     ClusterEvent {
         component: component.to_owned(),

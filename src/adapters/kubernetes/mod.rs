@@ -5,6 +5,7 @@
 mod changes;
 pub(crate) mod connection;
 mod provisioning;
+mod timestamps;
 mod workload;
 
 use std::path::PathBuf;

@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::autoscaling::{v1 as hpa_v1, v2 as hpa_v2};
 use k8s_openapi::api::core::v1::{Event, Node, Pod, Service};
@@ -14,6 +13,7 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Object
 use serde_json::Value;
 
 use super::connection::{Cluster, gap};
+use super::timestamps::time_of;
 use crate::error::Result;
 use crate::evidence::service_map::{MappingSource, ServiceRef};
 use crate::evidence::workload::{
@@ -444,15 +444,6 @@ async fn pending(
         super::provisioning::read(cluster)
     );
     (nodes.unwrap_or_default(), Some(provisioning))
-}
-
-pub(super) fn time_of(
-    t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
-) -> Option<DateTime<Utc>> {
-    let text = serde_json::to_value(t?).ok()?;
-    DateTime::parse_from_rfc3339(text.as_str()?)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 fn quantity(
