@@ -99,6 +99,36 @@ impl FindingId {
         }
     }
 
+    /// A short name for people (feedback forms, track records).
+    pub fn title(&self) -> &str {
+        match self {
+            FindingId::AlarmFlapping => "flapping alarm",
+            FindingId::LowTrafficArtifact => "low-traffic artifact",
+            FindingId::LatencyOutliers => "a few slow requests",
+            FindingId::SharedLoadBalancerProblem => "shared load balancer problem",
+            FindingId::UnhealthyTargets => "unhealthy targets",
+            FindingId::LeastOutstandingRequests => "least-outstanding-requests routing",
+            FindingId::PodImbalance => "uneven load across pods",
+            FindingId::WorkerCeiling => "per-process ceiling",
+            FindingId::CpuThrottling => "CPU throttling",
+            FindingId::HpaCannotReact => "HPA cannot react",
+            FindingId::RecentDeploy => "recent deploy",
+            FindingId::ConfigurationChange => "recent AWS change",
+            FindingId::ReadinessProbeMissing => "no readiness probe",
+            FindingId::PendingPods => "pending pods",
+            FindingId::PodRestarts => "pod restarts",
+            FindingId::DownstreamWait => "slow dependency",
+            FindingId::TargetErrors => "errors from the targets",
+            FindingId::LoadBalancerErrors => "errors from the load balancer",
+            FindingId::HealthCheckTimeout => "health checks time out",
+            FindingId::ProbeFailures => "failing probes",
+            FindingId::NodesBlocked => "nodes cannot be added",
+            FindingId::ThresholdInsideNormalRange => "threshold inside the normal range",
+            FindingId::HpaScalesInTooEagerly => "HPA scales in too eagerly",
+            FindingId::Unrecognised(id) => id,
+        }
+    }
+
     /// The id for a published name; unknown names are kept as they are.
     pub fn parse(text: &str) -> Self {
         FindingId::KNOWN

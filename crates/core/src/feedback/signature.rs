@@ -1,5 +1,4 @@
-//! Verdicts people give a diagnosis from Slack ("right", "wrong", "partly"),
-//! and the first thing the feedback endpoint does with a request: prove that
+//! The first thing the feedback endpoint does with a request: prove that
 //! Slack sent it. Pure: the signing secret, the headers, the raw body and
 //! `now` are passed in.
 //!
