@@ -31,6 +31,7 @@ pub mod evidence {
 pub mod adapters;
 pub mod config;
 pub mod error;
+pub mod feedback;
 pub mod gathering;
 pub mod invocation;
 pub mod notify;

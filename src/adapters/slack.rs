@@ -267,3 +267,49 @@ impl SlackPoster for SlackWebhook {
         .map(|_| ())
     }
 }
+
+impl crate::feedback::SlackInteractions for SlackWebhook {
+    async fn update_message(
+        &self,
+        channel_id: &str,
+        ts: &str,
+        text: &str,
+        blocks: &[Value],
+        timeout: Duration,
+    ) -> std::result::Result<(), String> {
+        let SlackCredentials::BotToken(token) = &self.credentials else {
+            return Err("incoming webhooks cannot update a message".to_owned());
+        };
+        let body = serde_json::json!({"channel": channel_id, "ts": ts, "text": text, "blocks": blocks});
+        self.call(
+            "chat.update",
+            token,
+            "application/json; charset=utf-8",
+            Bytes::from(body.to_string()),
+            timeout,
+        )
+        .await
+        .map(|_| ())
+    }
+
+    async fn open_form(
+        &self,
+        trigger_id: &str,
+        view: &Value,
+        timeout: Duration,
+    ) -> std::result::Result<(), String> {
+        let SlackCredentials::BotToken(token) = &self.credentials else {
+            return Err("incoming webhooks cannot open a form".to_owned());
+        };
+        let body = serde_json::json!({"trigger_id": trigger_id, "view": view});
+        self.call(
+            "views.open",
+            token,
+            "application/json; charset=utf-8",
+            Bytes::from(body.to_string()),
+            timeout,
+        )
+        .await
+        .map(|_| ())
+    }
+}

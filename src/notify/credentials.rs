@@ -28,6 +28,9 @@ struct SecretDocument {
     #[serde(default)]
     webhooks: BTreeMap<String, String>,
     bot_token: Option<String>,
+    /// Read by the feedback function only ([`FeedbackSecrets`]).
+    #[serde(default)]
+    signing_secret: Option<String>,
 }
 
 impl SlackCredentials {
@@ -121,6 +124,39 @@ impl SlackCredentials {
     }
 }
 
+/// What the feedback function needs from the same secret: the app's signing
+/// secret (to verify requests) and the bot token (to update the message).
+#[derive(Debug, Clone)]
+pub struct FeedbackSecrets {
+    pub signing_secret: SecretString,
+    pub bot_token: SecretString,
+}
+
+impl FeedbackSecrets {
+    /// Parses `{"bot_token": "xoxb-...", "signing_secret": "..."}`.
+    pub fn parse(value: &SecretString, source: &str) -> Result<Self> {
+        let refuse = |problem: &str| Error::Secret {
+            secret: source.to_owned(),
+            problem: problem.to_owned(),
+        };
+        let document: SecretDocument = serde_json::from_str(value.expose_secret().trim())
+            .map_err(|_| refuse("is not a JSON object with bot_token and signing_secret (the feedback function needs both)"))?;
+        match (document.bot_token, document.signing_secret) {
+            (Some(token), Some(signing)) if token.starts_with("xox") && signing.len() >= 16 => {
+                Ok(FeedbackSecrets {
+                    signing_secret: signing.into(),
+                    bot_token: token.into(),
+                })
+            }
+            (Some(_), Some(_)) => Err(refuse(
+                "bot_token must start with xoxb- and signing_secret must be the app's signing secret (16 characters or more)",
+            )),
+            (None, _) => Err(refuse("has no bot_token; the feedback function updates messages through the Web API")),
+            (_, None) => Err(refuse("has no signing_secret; copy it from the Slack app's Basic Information page")),
+        }
+    }
+}
+
 /// Slack URLs must be HTTPS; plain HTTP is accepted only on loopback (the local world).
 pub fn check_url(url: &str) -> std::result::Result<(), String> {
     let Ok(uri) = url.parse::<http::Uri>() else {
@@ -198,6 +234,16 @@ mod tests {
     fn plain_http_is_refused_except_on_loopback() {
         assert!(parse("http://hooks.example.com/x").is_err());
         assert!(parse("http://127.0.0.1:8080/services/x").is_ok());
+    }
+
+    #[test]
+    fn the_feedback_secrets_need_both_the_token_and_the_signing_secret() {
+        let both = SecretString::from(r#"{"bot_token": "xoxb-1-2-abc", "signing_secret": "0123456789abcdef0123"}"#.to_owned());
+        assert!(FeedbackSecrets::parse(&both, "s").is_ok());
+        let token_only = SecretString::from(r#"{"bot_token": "xoxb-1-2-abc"}"#.to_owned());
+        let e = FeedbackSecrets::parse(&token_only, "s").unwrap_err().to_string();
+        assert!(e.contains("signing_secret") && !e.contains("xoxb-1-2-abc"), "{e}");
+        assert!(parse(r#"{"bot_token": "xoxb-1-2-abc", "signing_secret": "0123456789abcdef0123"}"#).is_ok(), "notify reads the same secret");
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub struct VerdictClick {
     pub trigger_id: Option<String>,
     /// The message as it is now, to update it in place.
     pub message_blocks: Vec<Value>,
+    pub message_text: String,
 }
 
 /// The "what was it" form, submitted.
@@ -133,6 +134,10 @@ fn verdict_click(value: &Value, user: SlackUserId) -> Result<VerdictClick, Malfo
             .as_array()
             .cloned()
             .unwrap_or_default(),
+        message_text: value["message"]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
     })
 }
 

@@ -1,6 +1,10 @@
 //! DynamoDB as the thread store: one item per alarm and channel, written with
 //! a condition so two invocations cannot both start the thread, and a TTL
 //! attribute (`expires_at`) so DynamoDB removes closed threads by itself.
+//! Also the ledger of published transitions, and ([`feedback`]) the
+//! feedback table.
+
+pub mod feedback;
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::AttributeValue;
