@@ -263,6 +263,8 @@ pub struct NotifyConfig {
     pub default_channel: Option<String>,
     /// `SLACK_THREAD_TABLE`: the DynamoDB table threads are remembered in (bot token only).
     pub thread_table: Option<String>,
+    /// `FEEDBACK_TABLE`: record diagnoses and put verdict buttons on them (bot token only).
+    pub feedback_table: Option<String>,
     /// `SLACK_THREAD_HOURS`: how long later reports go under the first one.
     pub thread_lifetime: chrono::Duration,
     /// `SLACK_API_URL`: the Web API's base URL.
@@ -282,26 +284,7 @@ impl NotifyConfig {
 
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let region = region(&lookup)?;
-        let secret = match (
-            non_empty(&lookup, "SLACK_SECRET_ID"),
-            non_empty(&lookup, "SLACK_SECRET_PARAMETER"),
-        ) {
-            (Some(id), None) => SecretLocation::SecretsManager(id),
-            (None, Some(name)) => SecretLocation::SsmParameter(name),
-            (None, None) => {
-                return Err(Error::Config {
-                    variable: "SLACK_SECRET_ID",
-                    problem: "is not set, and neither is SLACK_SECRET_PARAMETER; name the Secrets Manager secret or the SSM SecureString that holds the webhook URL or bot token".to_owned(),
-                });
-            }
-            (Some(_), Some(_)) => {
-                return Err(Error::Config {
-                    variable: "SLACK_SECRET_ID",
-                    problem: "and SLACK_SECRET_PARAMETER are both set; expected exactly one"
-                        .to_owned(),
-                });
-            }
-        };
+        let secret = slack_secret(&lookup)?;
         let default_channel = non_empty(&lookup, "SLACK_CHANNEL");
         let routes = crate::notify::route::Routes::parse(
             lookup(crate::notify::route::ROUTES_VARIABLE).as_deref(),
@@ -309,20 +292,14 @@ impl NotifyConfig {
                 .as_deref()
                 .unwrap_or(crate::notify::credentials::DEFAULT_WEBHOOK),
         )?;
-        let api_url = non_empty(&lookup, "SLACK_API_URL")
-            .unwrap_or_else(|| "https://slack.com/api".to_owned())
-            .trim_end_matches('/')
-            .to_owned();
-        crate::notify::credentials::check_url(&api_url).map_err(|problem| Error::Config {
-            variable: "SLACK_API_URL",
-            problem: format!("is {api_url:?}: {problem}"),
-        })?;
+        let api_url = slack_api_url(&lookup)?;
         Ok(NotifyConfig {
             region,
             secret,
             routes,
             default_channel,
             thread_table: non_empty(&lookup, "SLACK_THREAD_TABLE"),
+            feedback_table: non_empty(&lookup, "FEEDBACK_TABLE"),
             thread_lifetime: chrono::Duration::hours(parse(
                 &lookup,
                 "SLACK_THREAD_HOURS",
@@ -357,6 +334,76 @@ impl NotifyConfig {
             },
         })
     }
+}
+
+/// `SLACK_SECRET_ID` or `SLACK_SECRET_PARAMETER`: exactly one.
+fn slack_secret(lookup: &impl Fn(&str) -> Option<String>) -> Result<SecretLocation> {
+    Ok(
+        match (
+            non_empty(lookup, "SLACK_SECRET_ID"),
+            non_empty(lookup, "SLACK_SECRET_PARAMETER"),
+        ) {
+            (Some(id), None) => SecretLocation::SecretsManager(id),
+            (None, Some(name)) => SecretLocation::SsmParameter(name),
+            (None, None) => {
+                return Err(Error::Config {
+                variable: "SLACK_SECRET_ID",
+                problem: "is not set, and neither is SLACK_SECRET_PARAMETER; name the Secrets Manager secret or the SSM SecureString that holds the webhook URL or bot token".to_owned(),
+            });
+            }
+            (Some(_), Some(_)) => {
+                return Err(Error::Config {
+                    variable: "SLACK_SECRET_ID",
+                    problem: "and SLACK_SECRET_PARAMETER are both set; expected exactly one"
+                        .to_owned(),
+                });
+            }
+        },
+    )
+}
+
+/// Settings of the feedback function (the Slack interactivity endpoint).
+#[derive(Debug, Clone)]
+pub struct FeedbackConfig {
+    pub region: String,
+    /// The Slack secret: `bot_token` and `signing_secret`.
+    pub secret: SecretLocation,
+    /// `FEEDBACK_TABLE`: where diagnoses and answers are kept.
+    pub table: String,
+    /// `SLACK_API_URL`: the Web API's base URL.
+    pub api_url: String,
+}
+
+impl FeedbackConfig {
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        Ok(FeedbackConfig {
+            region: region(&lookup)?,
+            secret: slack_secret(&lookup)?,
+            table: non_empty(&lookup, "FEEDBACK_TABLE").ok_or_else(|| Error::Config {
+                variable: "FEEDBACK_TABLE",
+                problem: "is not set; name the DynamoDB table that keeps diagnoses and answers"
+                    .to_owned(),
+            })?,
+            api_url: slack_api_url(&lookup)?,
+        })
+    }
+}
+
+/// `SLACK_API_URL`, https (plain http on loopback only).
+fn slack_api_url(lookup: &impl Fn(&str) -> Option<String>) -> Result<String> {
+    let api_url = non_empty(lookup, "SLACK_API_URL")
+        .unwrap_or_else(|| "https://slack.com/api".to_owned())
+        .trim_end_matches('/')
+        .to_owned();
+    crate::notify::credentials::check_url(&api_url).map_err(|problem| Error::Config {
+        variable: "SLACK_API_URL",
+        problem: format!("is {api_url:?}: {problem}"),
+    })?;
+    Ok(api_url)
 }
 
 fn non_empty(lookup: &impl Fn(&str) -> Option<String>, variable: &str) -> Option<String> {

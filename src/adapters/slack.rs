@@ -280,7 +280,8 @@ impl crate::feedback::SlackInteractions for SlackWebhook {
         let SlackCredentials::BotToken(token) = &self.credentials else {
             return Err("incoming webhooks cannot update a message".to_owned());
         };
-        let body = serde_json::json!({"channel": channel_id, "ts": ts, "text": text, "blocks": blocks});
+        let body =
+            serde_json::json!({"channel": channel_id, "ts": ts, "text": text, "blocks": blocks});
         self.call(
             "chat.update",
             token,

@@ -154,20 +154,31 @@ async fn tell_slack(
 ) {
     let left = || deadline.saturating_duration_since(Instant::now());
     let update = async {
-        let answers = store.answers_to(&record.diagnosis_id).await.map_err(|e| e.to_string())?;
+        let answers = store
+            .answers_to(&record.diagnosis_id)
+            .await
+            .map_err(|e| e.to_string())?;
         let mut tally: Vec<_> = answers.into_iter().map(|a| (a.user, a.judgement)).collect();
         // The store may lag behind the write just made (eventual reads): the click itself counts.
         tally.retain(|(u, _)| *u != click.user);
         tally.push((click.user.clone(), click.judgement));
         let blocks = with_tally(&click.message_blocks, &tally);
         slack
-            .update_message(&click.channel_id, &click.message_ts, &click.message_text, &blocks, left())
+            .update_message(
+                &click.channel_id,
+                &click.message_ts,
+                &click.message_text,
+                &blocks,
+                left(),
+            )
             .await
     };
     let form = async {
         match (&click.trigger_id, click.judgement) {
             (Some(trigger), Judgement::Wrong | Judgement::Partly) => {
-                slack.open_form(trigger, &detail_form(record, click.judgement), left()).await
+                slack
+                    .open_form(trigger, &detail_form(record, click.judgement), left())
+                    .await
             }
             _ => Ok(()),
         }
@@ -179,8 +190,12 @@ async fn tell_slack(
     for (call, result) in [("chat.update", updated), ("views.open", opened)] {
         match result {
             Ok(Ok(())) => {}
-            Ok(Err(reason)) => tracing::warn!(diagnosis_id = %record.diagnosis_id, call, reason = %reason, "Slack call failed; the answer is stored"),
-            Err(_) => tracing::warn!(diagnosis_id = %record.diagnosis_id, call, "Slack call timed out; the answer is stored"),
+            Ok(Err(reason)) => {
+                tracing::warn!(diagnosis_id = %record.diagnosis_id, call, reason = %reason, "Slack call failed; the answer is stored")
+            }
+            Err(_) => {
+                tracing::warn!(diagnosis_id = %record.diagnosis_id, call, "Slack call timed out; the answer is stored")
+            }
         }
     }
 }
@@ -229,7 +244,10 @@ mod tests {
 
     impl FeedbackStore for MemoryStore {
         async fn record(&self, r: &DiagnosisRecord) -> crate::Result<()> {
-            self.records.lock().unwrap().insert(r.diagnosis_id.clone(), r.clone());
+            self.records
+                .lock()
+                .unwrap()
+                .insert(r.diagnosis_id.clone(), r.clone());
             Ok(())
         }
         async fn diagnosis(&self, id: &str) -> crate::Result<Option<DiagnosisRecord>> {
@@ -251,12 +269,22 @@ mod tests {
             Ok(())
         }
         async fn answers_to(&self, id: &str) -> crate::Result<Vec<Answer>> {
-            Ok(self.answers.lock().unwrap().values().filter(|a| a.diagnosis.diagnosis_id == id).cloned().collect())
+            Ok(self
+                .answers
+                .lock()
+                .unwrap()
+                .values()
+                .filter(|a| a.diagnosis.diagnosis_id == id)
+                .cloned()
+                .collect())
         }
         async fn answers_about(&self, _: &str, _: usize) -> crate::Result<Vec<Answer>> {
             Ok(Vec::new())
         }
-        async fn everything_since(&self, _: DateTime<Utc>) -> crate::Result<(Vec<DiagnosisRecord>, Vec<Answer>)> {
+        async fn everything_since(
+            &self,
+            _: DateTime<Utc>,
+        ) -> crate::Result<(Vec<DiagnosisRecord>, Vec<Answer>)> {
             Ok((Vec::new(), Vec::new()))
         }
     }
@@ -268,7 +296,14 @@ mod tests {
     }
 
     impl SlackInteractions for RecordingSlack {
-        async fn update_message(&self, _: &str, _: &str, _: &str, blocks: &[Value], _: Duration) -> Result<(), String> {
+        async fn update_message(
+            &self,
+            _: &str,
+            _: &str,
+            _: &str,
+            blocks: &[Value],
+            _: Duration,
+        ) -> Result<(), String> {
             self.updates.lock().unwrap().push(blocks.to_vec());
             Ok(())
         }
@@ -292,8 +327,14 @@ mod tests {
                 family: "AWS/ApplicationELB".into(),
                 service: Some("shop/checkout".into()),
                 findings: vec![
-                    RecordedFinding { id: FindingId::WorkerCeiling, role: Role::Cause },
-                    RecordedFinding { id: FindingId::HpaCannotReact, role: Role::Cause },
+                    RecordedFinding {
+                        id: FindingId::WorkerCeiling,
+                        role: Role::Cause,
+                    },
+                    RecordedFinding {
+                        id: FindingId::HpaCannotReact,
+                        role: Role::Cause,
+                    },
                 ],
                 recorded_at: now(),
             },
@@ -303,7 +344,11 @@ mod tests {
 
     fn body(payload: &Value) -> Vec<u8> {
         use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
-        format!("payload={}", utf8_percent_encode(&payload.to_string(), NON_ALPHANUMERIC)).into_bytes()
+        format!(
+            "payload={}",
+            utf8_percent_encode(&payload.to_string(), NON_ALPHANUMERIC)
+        )
+        .into_bytes()
     }
 
     fn sign(timestamp: &str, body: &[u8]) -> String {
@@ -311,7 +356,10 @@ mod tests {
         mac.update(format!("v0:{timestamp}:").as_bytes());
         mac.update(body);
         let bytes = mac.finalize().into_bytes();
-        format!("v0={}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        format!(
+            "v0={}",
+            bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
     }
 
     fn click(action: &str, diagnosis: &str) -> Value {
@@ -321,28 +369,63 @@ mod tests {
                "actions": [{"block_id": "feedback", "action_id": action, "value": diagnosis}]})
     }
 
-    async fn send(store: &MemoryStore, slack: &RecordingSlack, body: &[u8], signature: Option<&str>) -> Reply {
+    async fn send(
+        store: &MemoryStore,
+        slack: &RecordingSlack,
+        body: &[u8],
+        signature: Option<&str>,
+    ) -> Reply {
         let timestamp = now().timestamp().to_string();
         let signed = sign(&timestamp, body);
-        let request = SignedRequest { timestamp: Some(&timestamp), signature: Some(signature.unwrap_or(&signed)), body };
-        respond(SECRET, request, store, slack, now(), Instant::now() + SLACK_BUDGET).await
+        let request = SignedRequest {
+            timestamp: Some(&timestamp),
+            signature: Some(signature.unwrap_or(&signed)),
+            body,
+        };
+        respond(
+            SECRET,
+            request,
+            store,
+            slack,
+            now(),
+            Instant::now() + SLACK_BUDGET,
+        )
+        .await
     }
 
     #[tokio::test]
     async fn a_click_is_stored_and_the_message_names_who_confirmed_it() {
         let (store, slack) = (store(), RecordingSlack::default());
-        let reply = send(&store, &slack, &body(&click("feedback.right", "dx-0123abcd")), None).await;
+        let reply = send(
+            &store,
+            &slack,
+            &body(&click("feedback.right", "dx-0123abcd")),
+            None,
+        )
+        .await;
         assert_eq!(reply.status, 200, "{reply:?}");
         assert_eq!(store.answers.lock().unwrap().len(), 1);
         let updates = slack.updates.lock().unwrap();
-        assert_eq!(updates[0][1]["elements"][0]["text"], "Confirmed right by <@U0ALICE01>");
-        assert!(slack.forms.lock().unwrap().is_empty(), "no form after right");
+        assert_eq!(
+            updates[0][1]["elements"][0]["text"],
+            "Confirmed right by <@U0ALICE01>"
+        );
+        assert!(
+            slack.forms.lock().unwrap().is_empty(),
+            "no form after right"
+        );
     }
 
     #[tokio::test]
     async fn wrong_opens_the_form_and_its_answer_keeps_only_named_causes() {
         let (store, slack) = (store(), RecordingSlack::default());
-        send(&store, &slack, &body(&click("feedback.wrong", "dx-0123abcd")), None).await;
+        send(
+            &store,
+            &slack,
+            &body(&click("feedback.wrong", "dx-0123abcd")),
+            None,
+        )
+        .await;
         assert_eq!(slack.forms.lock().unwrap().len(), 1);
         let submission = json!({"type": "view_submission", "user": {"id": "U0ALICE01"},
             "view": {"callback_id": "feedback.detail", "private_metadata": "{\"diagnosis_id\":\"dx-0123abcd\",\"judgement\":\"wrong\"}",
@@ -361,18 +444,40 @@ mod tests {
     async fn forged_unknown_malformed_and_replayed_requests_store_nothing() {
         let (store, slack) = (store(), RecordingSlack::default());
         let good = body(&click("feedback.right", "dx-0123abcd"));
-        let forged = send(&store, &slack, &good, Some(&format!("v0={}", "0".repeat(64)))).await;
+        let forged = send(
+            &store,
+            &slack,
+            &good,
+            Some(&format!("v0={}", "0".repeat(64))),
+        )
+        .await;
         assert_eq!(forged.status, 401);
-        let unknown = send(&store, &slack, &body(&click("feedback.right", "dx-ffff")), None).await;
+        let unknown = send(
+            &store,
+            &slack,
+            &body(&click("feedback.right", "dx-ffff")),
+            None,
+        )
+        .await;
         assert_eq!(unknown.status, 404);
         let malformed = send(&store, &slack, b"payload=%7B", None).await;
         assert_eq!(malformed.status, 400);
-        let too_big = send(&store, &slack, &vec![b'a'; crate::feedback::MAX_BODY_BYTES + 1], None).await;
+        let too_big = send(
+            &store,
+            &slack,
+            &vec![b'a'; crate::feedback::MAX_BODY_BYTES + 1],
+            None,
+        )
+        .await;
         assert_eq!(too_big.status, 413);
         assert!(store.answers.lock().unwrap().is_empty() && store.seen.lock().unwrap().is_empty());
         assert_eq!(send(&store, &slack, &good, None).await.status, 200);
         let replay = send(&store, &slack, &good, None).await;
         assert_eq!(replay.status, 409);
-        assert_eq!(slack.updates.lock().unwrap().len(), 1, "a replay changes nothing");
+        assert_eq!(
+            slack.updates.lock().unwrap().len(),
+            1,
+            "a replay changes nothing"
+        );
     }
 }

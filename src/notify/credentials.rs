@@ -151,8 +151,12 @@ impl FeedbackSecrets {
             (Some(_), Some(_)) => Err(refuse(
                 "bot_token must start with xoxb- and signing_secret must be the app's signing secret (16 characters or more)",
             )),
-            (None, _) => Err(refuse("has no bot_token; the feedback function updates messages through the Web API")),
-            (_, None) => Err(refuse("has no signing_secret; copy it from the Slack app's Basic Information page")),
+            (None, _) => Err(refuse(
+                "has no bot_token; the feedback function updates messages through the Web API",
+            )),
+            (_, None) => Err(refuse(
+                "has no signing_secret; copy it from the Slack app's Basic Information page",
+            )),
         }
     }
 }
@@ -238,12 +242,23 @@ mod tests {
 
     #[test]
     fn the_feedback_secrets_need_both_the_token_and_the_signing_secret() {
-        let both = SecretString::from(r#"{"bot_token": "xoxb-1-2-abc", "signing_secret": "0123456789abcdef0123"}"#.to_owned());
+        let both = SecretString::from(
+            r#"{"bot_token": "xoxb-1-2-abc", "signing_secret": "0123456789abcdef0123"}"#.to_owned(),
+        );
         assert!(FeedbackSecrets::parse(&both, "s").is_ok());
         let token_only = SecretString::from(r#"{"bot_token": "xoxb-1-2-abc"}"#.to_owned());
-        let e = FeedbackSecrets::parse(&token_only, "s").unwrap_err().to_string();
-        assert!(e.contains("signing_secret") && !e.contains("xoxb-1-2-abc"), "{e}");
-        assert!(parse(r#"{"bot_token": "xoxb-1-2-abc", "signing_secret": "0123456789abcdef0123"}"#).is_ok(), "notify reads the same secret");
+        let e = FeedbackSecrets::parse(&token_only, "s")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("signing_secret") && !e.contains("xoxb-1-2-abc"),
+            "{e}"
+        );
+        assert!(
+            parse(r#"{"bot_token": "xoxb-1-2-abc", "signing_secret": "0123456789abcdef0123"}"#)
+                .is_ok(),
+            "notify reads the same secret"
+        );
     }
 
     #[test]

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::answer::{Answer, advice};
-use super::message::{Placement, SlackMessage, compose, in_thread};
+use super::message::{FeedbackAddition, Placement, SlackMessage, compose, in_thread};
 use super::route::{Route, Routes};
 use super::thread::{Thread, ThreadKey, ThreadStore};
 use crate::diagnosis::{Diagnosis, ReportKind};
@@ -272,6 +272,17 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         now: DateTime<Utc>,
         deadline: Instant,
     ) -> Result<Vec<Posted>> {
+        self.notify_with(d, None, now, deadline).await
+    }
+
+    /// [`Self::notify`], with the verdict buttons (and track record) on the first message.
+    pub async fn notify_with(
+        &self,
+        d: &Diagnosis,
+        feedback: Option<&FeedbackAddition>,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Result<Vec<Posted>> {
         let mut routes: Vec<Route> = self.routes.select(d).into_iter().cloned().collect();
         routes.extend(self.open_threads_elsewhere(d, &routes, now).await);
         if routes.is_empty() {
@@ -289,7 +300,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         let outcomes = futures_util::future::join_all(
             routes
                 .iter()
-                .map(|route| self.deliver(d, route, now, deadline, &files)),
+                .map(|route| self.deliver(d, route, feedback, now, deadline, &files)),
         )
         .await;
         let mut posted = Vec::with_capacity(routes.len());
@@ -401,6 +412,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         &self,
         d: &Diagnosis,
         route: &Route,
+        feedback: Option<&FeedbackAddition>,
         now: DateTime<Utc>,
         deadline: Instant,
         files: &std::sync::OnceLock<Vec<Attachment>>,
@@ -432,6 +444,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             web_api,
             thread_ts: open.as_ref().map(|t| t.ts.as_str()),
             thread_channel: open.as_ref().map(|t| t.channel_id.as_str()),
+            feedback,
         };
         // With a store, a retry of an event does not post again where it already landed.
         if let Ok(Some(earlier)) = earlier

@@ -6,6 +6,8 @@ use serde_json::{Value, json};
 
 use super::route::Route;
 use crate::diagnosis::{Diagnosis, ReportKind};
+use crate::feedback::asks_for_feedback;
+use crate::feedback::message::buttons;
 use crate::render::slack::{MAX_SECTION_TEXT, escape_multiline};
 use crate::render::{text, truncate};
 
@@ -35,6 +37,15 @@ pub struct Placement<'a> {
     pub thread_ts: Option<&'a str>,
     /// The channel ID the thread lives in (the Web API answers with IDs).
     pub thread_channel: Option<&'a str>,
+    /// Verdict buttons and the track record (Web API only).
+    pub feedback: Option<&'a FeedbackAddition>,
+}
+
+/// What the first message gains when feedback is on.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FeedbackAddition {
+    /// "per-process ceiling: confirmed 7 of 8 times on this service".
+    pub track_record: Vec<String>,
 }
 
 /// Builds the message for one route.
@@ -50,6 +61,12 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
     } else {
         crate::render::slack::render(d)
     };
+    if let Some(feedback) = placement
+        .feedback
+        .filter(|_| placement.web_api && asks_for_feedback(d))
+    {
+        add_feedback(&mut payload, d, feedback);
+    }
     if let Some(mention) = &mention {
         prefix_text(&mut payload["text"], mention, MAX_SECTION_TEXT);
         if let Some(section) = payload["blocks"].as_array_mut().and_then(|blocks| {
@@ -96,6 +113,22 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
         fallback,
         details,
     }
+}
+
+/// The track record (when there is one) and the verdict buttons, at the end of the first message.
+fn add_feedback(payload: &mut Value, d: &Diagnosis, feedback: &FeedbackAddition) {
+    let Some(blocks) = payload["blocks"].as_array_mut() else {
+        return;
+    };
+    if !feedback.track_record.is_empty() {
+        let line = format!("Track record: {}", feedback.track_record.join("; "));
+        blocks.push(json!({
+            "type": "context",
+            "block_id": "track-record",
+            "elements": [{"type": "mrkdwn", "text": truncate(&escape_multiline(&line), MAX_SECTION_TEXT)}],
+        }));
+    }
+    blocks.push(buttons(d.id.as_str()));
 }
 
 /// No link previews; the channel (Web API) and the thread, when there are.
@@ -175,6 +208,53 @@ mod tests {
     }
 
     #[test]
+    fn a_diagnosis_through_the_web_api_asks_for_a_verdict_and_a_resolution_does_not() {
+        let feedback = FeedbackAddition {
+            track_record: vec![
+                "per-process ceiling: confirmed 7 of 8 times on this service".into(),
+            ],
+        };
+        let placement = Placement {
+            web_api: true,
+            feedback: Some(&feedback),
+            ..Placement::default()
+        };
+        let d = diagnosis(
+            Behaviour::Sustained,
+            Severity::Critical,
+            ReportKind::Diagnosis,
+        );
+        let m = compose(&d, &route(None), placement);
+        let blocks = m.payload["blocks"].as_array().unwrap();
+        let last = blocks.last().unwrap();
+        assert_eq!(last["block_id"], "feedback");
+        assert_eq!(last["elements"][0]["value"], d.id.as_str());
+        assert!(
+            blocks[blocks.len() - 2]["elements"][0]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Track record: per-process ceiling: confirmed 7 of 8")
+        );
+        let resolved = diagnosis(Behaviour::Recovered, Severity::Info, ReportKind::Resolution);
+        assert!(
+            !compose(&resolved, &route(None), placement)
+                .payload
+                .to_string()
+                .contains("feedback.right")
+        );
+        let webhook = Placement {
+            web_api: false,
+            ..placement
+        };
+        assert!(
+            !compose(&d, &route(None), webhook)
+                .payload
+                .to_string()
+                .contains("feedback.right")
+        );
+    }
+
+    #[test]
     fn a_resolution_mentions_nobody() {
         let d = diagnosis(Behaviour::Recovered, Severity::Info, ReportKind::Resolution);
         let m = compose(&d, &route(Some(Mention::Here)), Placement::default());
@@ -195,6 +275,7 @@ mod tests {
                 web_api: true,
                 thread_ts: Some("1700000000.000100"),
                 thread_channel: Some("C024BE91L"),
+                feedback: None,
             },
         );
         for body in [&m.payload, &m.fallback] {

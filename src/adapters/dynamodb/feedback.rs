@@ -74,11 +74,17 @@ impl FeedbackStore for DynamoDbFeedback {
         self.client
             .put_item()
             .table_name(&self.table)
-            .item("diagnosis_id", AttributeValue::S(record.diagnosis_id.clone()))
+            .item(
+                "diagnosis_id",
+                AttributeValue::S(record.diagnosis_id.clone()),
+            )
             .item("entry", AttributeValue::S(DIAGNOSIS_ENTRY.to_owned()))
             .item("record", self.json(record)?)
             .item("recorded_at", seconds(record.recorded_at))
-            .item("expires_at", seconds(record.recorded_at + Duration::days(400)))
+            .item(
+                "expires_at",
+                seconds(record.recorded_at + Duration::days(400)),
+            )
             .send()
             .await
             .map(|_| ())
@@ -96,7 +102,10 @@ impl FeedbackStore for DynamoDbFeedback {
             .send()
             .await
             .map_err(|e| table_failure(&self.table, "GetItem", &e))?;
-        answer.item().map(|item| self.parse(item, "record")).transpose()
+        answer
+            .item()
+            .map(|item| self.parse(item, "record"))
+            .transpose()
     }
 
     async fn first_sight(&self, request_key: &str, forget_after: DateTime<Utc>) -> Result<bool> {
@@ -128,7 +137,10 @@ impl FeedbackStore for DynamoDbFeedback {
             )
             .item("answer", self.json(answer)?)
             .item("answered_at", seconds(answer.answered_at))
-            .item("expires_at", seconds(answer.answered_at + Duration::days(400)));
+            .item(
+                "expires_at",
+                seconds(answer.answered_at + Duration::days(400)),
+            );
         if let Some(service) = &answer.diagnosis.service {
             put = put.item("service", AttributeValue::S(service.clone()));
         }
@@ -151,7 +163,11 @@ impl FeedbackStore for DynamoDbFeedback {
             .send()
             .await
             .map_err(|e| table_failure(&self.table, "Query", &e))?;
-        answer.items().iter().map(|item| self.parse(item, "answer")).collect()
+        answer
+            .items()
+            .iter()
+            .map(|item| self.parse(item, "answer"))
+            .collect()
     }
 
     async fn answers_about(&self, service: &str, limit: usize) -> Result<Vec<Answer>> {
@@ -167,7 +183,11 @@ impl FeedbackStore for DynamoDbFeedback {
             .send()
             .await
             .map_err(|e| table_failure(&self.table, "Query", &e))?;
-        answer.items().iter().map(|item| self.parse(item, "answer")).collect()
+        answer
+            .items()
+            .iter()
+            .map(|item| self.parse(item, "answer"))
+            .collect()
     }
 
     async fn everything_since(

@@ -125,7 +125,7 @@ fn last_answers(answers: &[Answer], since: DateTime<Utc>) -> Vec<&Answer> {
         }
     }
     let mut kept: Vec<&Answer> = last.into_values().collect();
-    kept.sort_by(|a, b| a.answered_at.cmp(&b.answered_at));
+    kept.sort_by_key(|a| a.answered_at);
     kept
 }
 
