@@ -6,13 +6,18 @@
 use std::time::{Duration, SystemTime};
 
 use alarm_triage::adapters::dynamodb::DynamoDbThreads;
+use alarm_triage::adapters::dynamodb::feedback::DynamoDbFeedback;
 use alarm_triage::adapters::secrets::SecretReader;
 use alarm_triage::adapters::slack::SlackWebhook;
 use alarm_triage::config::NotifyConfig;
+use alarm_triage::diagnosis::Diagnosis;
+use alarm_triage::feedback::accuracy::track_record;
+use alarm_triage::feedback::{DiagnosisRecord, FeedbackStore, asks_for_feedback};
 use alarm_triage::invocation::remaining_time;
 use alarm_triage::notify::credentials::{DEFAULT_WEBHOOK, SlackCredentials};
 use alarm_triage::notify::delivery::{Attachment, Notifier, RetryPolicy};
 use alarm_triage::notify::diagnoses_from_event;
+use alarm_triage::notify::message::FeedbackAddition;
 use alarm_triage::{Error, Result};
 use aws_config::SdkConfig;
 use lambda_runtime::{Diagnostic, LambdaEvent};
@@ -27,7 +32,7 @@ pub struct State {
     config: NotifyConfig,
     secrets: SecretReader,
     aws: SdkConfig,
-    notifier: OnceCell<SlackNotifier>,
+    notifier: OnceCell<(SlackNotifier, Option<DynamoDbFeedback>)>,
 }
 
 impl State {
@@ -41,7 +46,7 @@ impl State {
     }
 
     /// Reads the secret (once: a failure is retried by the next invocation) and builds the notifier.
-    async fn notifier(&self) -> Result<&SlackNotifier> {
+    async fn notifier(&self) -> Result<&(SlackNotifier, Option<DynamoDbFeedback>)> {
         self.notifier
             .get_or_try_init(|| async {
                 let value = self.secrets.read(&self.config.secret).await?;
@@ -61,13 +66,22 @@ impl State {
                     }
                     (None, _) => None,
                 };
+                let feedback = match (&self.config.feedback_table, credentials.can_thread()) {
+                    (Some(table), true) => Some(DynamoDbFeedback::new(&self.aws, table.clone())),
+                    (Some(table), false) => {
+                        tracing::warn!(table = %table, "FEEDBACK_TABLE is set but the secret holds webhooks, which cannot carry buttons; it is not used");
+                        None
+                    }
+                    (None, _) => None,
+                };
                 tracing::info!(
                     secret = %self.config.secret,
                     mode = if credentials.can_thread() { "chat.postMessage" } else { "incoming webhook" },
                     threads = threads.is_some(),
+                    feedback = feedback.is_some(),
                     "Slack credentials loaded"
                 );
-                Ok(Notifier {
+                let notifier = Notifier {
                     poster: SlackWebhook::new(credentials, self.config.api_url.clone())?,
                     threads,
                     routes: self.config.routes.clone(),
@@ -81,7 +95,8 @@ impl State {
                     } else {
                         alarm_triage::notify::delivery::no_attachments
                     },
-                })
+                };
+                Ok((notifier, feedback))
             })
             .await
     }
@@ -94,21 +109,28 @@ pub async fn handle(state: &State, event: LambdaEvent<Value>) -> Result<Value, D
         + remaining
             .saturating_sub(state.config.deadline_margin)
             .max(Duration::from_millis(500));
-    let notifier = state.notifier().await.map_err(|e| failure(&e))?;
+    let (notifier, feedback) = state.notifier().await.map_err(|e| failure(&e))?;
     let received = diagnoses_from_event(event.payload).map_err(|e| failure(&e))?;
     let mut posted = Vec::new();
     let mut first_failure: Option<Diagnostic> = None;
     for record in received {
         let outcome = match record {
-            Ok(r) => notifier
-                .notify(&r.diagnosis, chrono::Utc::now(), deadline)
-                .await
-                .map(|p| (r.diagnosis.id.to_string(), p))
-                .map_err(|e| {
-                    let mut d = failure(&e);
-                    d.error_message = format!("diagnosis {}: {}", r.diagnosis.id, d.error_message);
-                    d
-                }),
+            Ok(r) => {
+                let now = chrono::Utc::now();
+                let addition = match feedback {
+                    Some(store) => ask_for_feedback(store, &r.diagnosis, now).await,
+                    None => None,
+                };
+                notifier
+                    .notify_with(&r.diagnosis, addition.as_ref(), now, deadline)
+                    .await
+            }
+            .map(|p| (r.diagnosis.id.to_string(), p))
+            .map_err(|e| {
+                let mut d = failure(&e);
+                d.error_message = format!("diagnosis {}: {}", r.diagnosis.id, d.error_message);
+                d
+            }),
             Err(e) => Err(failure(&e)),
         };
         match outcome {
@@ -132,6 +154,46 @@ pub async fn handle(state: &State, event: LambdaEvent<Value>) -> Result<Value, D
         None => Ok(json!({ "posted": posted })),
     }
 }
+
+/// Records the diagnosis so its buttons can be answered, and reads the
+/// culprit service's track record, together. Without the record there are
+/// no buttons (logged): the report itself still goes out.
+async fn ask_for_feedback(
+    store: &DynamoDbFeedback,
+    d: &Diagnosis,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<FeedbackAddition> {
+    if !asks_for_feedback(d) {
+        return None;
+    }
+    let record = DiagnosisRecord::of(d, now);
+    let causes: Vec<_> = record.causes().cloned().collect();
+    let history = async {
+        match &record.service {
+            Some(service) if !causes.is_empty() => {
+                store.answers_about(service, TRACK_RECORD_ANSWERS).await
+            }
+            _ => Ok(Vec::new()),
+        }
+    };
+    let (recorded, history) = tokio::join!(store.record(&record), history);
+    if let Err(e) = recorded {
+        tracing::warn!(diagnosis_id = %d.id, error = %e, "could not record the diagnosis; posting it without feedback buttons");
+        return None;
+    }
+    let track_record = match (history, &record.service) {
+        (Ok(answers), Some(service)) => track_record(&answers, service, &causes),
+        (Err(e), _) => {
+            tracing::warn!(diagnosis_id = %d.id, error = %e, "could not read the track record");
+            Vec::new()
+        }
+        _ => Vec::new(),
+    };
+    Some(FeedbackAddition { track_record })
+}
+
+/// The answers a track record is counted over: the service's latest.
+const TRACK_RECORD_ANSWERS: usize = 200;
 
 /// Every failure fails the invocation: Lambda retries it, then keeps it on failure.
 fn failure(e: &Error) -> Diagnostic {
