@@ -1,6 +1,6 @@
 """The local AWS world: start, seed, deliver, stop.
 
-    stack.py up WORLD_DIR [--state DIR] [--lambda] [--notify webhook|bot] [--json]
+    stack.py up WORLD_DIR [--state DIR] [--lambda] [--notify webhook|bot] [--feedback] [--json]
                           [--lambda-instances N] [--lambda-retries N] [--lambda-retry-delays S,S]
                                                               start everything, seed the world, print the environment
     stack.py deliver [--state DIR] [--to STATE] [--via sns|eventbridge|both] [--invoke URL]
@@ -26,6 +26,11 @@ asynchronously by sns_bridge.py, on --lambda-instances warm instances polling
 one emulator, retried --lambda-retries times (default 0, so a test can retry
 by hand), then recorded in the failed-events queue (FAILED_EVENTS_QUEUE_URL).
 EventBridge events go through the same bridge (POST /eventbridge).
+
+With --notify bot --feedback, notify-slack records each diagnosis in the
+feedback table and puts verdict buttons on it, and the feedback function runs
+behind cargo-lambda's function URL (FEEDBACK_URL); the local Slack signs the
+clicks it is told to make (POST /_recorder/interact) and sends them there.
 
 A world's `changes` become CloudTrail's event history (LookupEvents, see
 moto_world/cloudtrail_ext.py), loaded in the world's account and region with
@@ -693,7 +698,7 @@ def seed_composite_alarm(endpoint: str, cloudwatch: Any, world: worlds.World, co
 
 def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_env: list[str],
        notify: str | None = None, notify_env: list[str] | None = None, lambda_instances: int = 1,
-       lambda_retries: int = 0, lambda_retry_delays: str = "1,2") -> int:
+       lambda_retries: int = 0, lambda_retry_delays: str = "1,2", feedback: bool = False) -> int:
     started = time.time()
     if lambda_instances < 1:
         raise StackError("--lambda-instances must be at least 1")
@@ -781,12 +786,16 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
                 retries=lambda_retries, retry_delays=lambda_retry_delays, on_failure_queue=facts["failed_events_queue_url"],
                 subscribe="sns" in VIA[default_via(facts)],
             )
+        if feedback and notify != "bot":
+            raise StackError("--feedback needs --notify bot: buttons and chat.update need a bot token")
         if notify:
-            slack_url, slack_env = start_slack(state, processes, env, facts, notify)
+            slack_url, slack_env = start_slack(state, processes, env, facts, notify, feedback)
             env["SLACK_LOCAL_URL"] = slack_url
             env["NOTIFY_INVOKE_URL"] = start_function(
                 state, processes, "notify-slack", {**env, **slack_env}, facts, facts["diagnosis_topic_arn"], notify_env or [],
             )
+        if feedback:
+            env["FEEDBACK_URL"] = start_feedback(state, processes, {**env, **slack_env}, slack_url)
 
         facts["world"] = world.name
         facts["now"] = world.now.isoformat()
@@ -991,6 +1000,7 @@ def function_account(facts: dict[str, Any]) -> str:
 SLACK_SECRET_ID = "alarm-triage/slack"
 SLACK_SECRET_PARAMETER = "/alarm-triage/slack-bot"
 SLACK_THREAD_TABLE = "alarm-triage-slack-threads"
+FEEDBACK_TABLE = "alarm-triage-feedback"
 SLACK_CHANNELS = {"#alerts": "C0ALERTS01", "#oncall": "C0ONCALL01"}
 # Flapping and everything else to #alerts; a critical sustained alarm also pages #oncall.
 SLACK_ROUTES = [
@@ -999,20 +1009,24 @@ SLACK_ROUTES = [
 ]
 
 
-def start_slack(state: Path, processes: Processes, env: dict[str, str], facts: dict[str, Any], mode: str) -> tuple[str, dict[str, str]]:
+def start_slack(state: Path, processes: Processes, env: dict[str, str], facts: dict[str, Any], mode: str,
+                feedback: bool = False) -> tuple[str, dict[str, str]]:
     """The local Slack, the secret that points at it (Secrets Manager for
-    webhooks, an SSM SecureString for the bot token) and, with a bot token,
-    the DynamoDB table threads are remembered in. Returns its URL and notify-slack's environment."""
+    webhooks, an SSM SecureString for the bot token and the app's signing
+    secret) and, with a bot token, the DynamoDB table threads are remembered
+    in (and, with `feedback`, the feedback table). Returns its URL and notify-slack's environment."""
     webhooks = {channel: f"/services/T0LOCAL/B0{channel.strip('#').upper()}/{secrets.token_hex(12)}" for channel in SLACK_CHANNELS}
     bot_token = f"xoxb-local-{secrets.token_hex(12)}"
+    signing_secret = secrets.token_hex(16)
     config = state / "slack.json"
-    config.write_text(json.dumps({"webhooks": {path: channel for channel, path in webhooks.items()}, "bot_token": bot_token, "channels": SLACK_CHANNELS}))
+    config.write_text(json.dumps({"webhooks": {path: channel for channel, path in webhooks.items()}, "bot_token": bot_token,
+                                  "channels": SLACK_CHANNELS, "signing_secret": signing_secret}))
     config.chmod(0o600)
     port = free_port()
     process = processes.start("slack-api", [PYTHON, str(HERE / "slack_api.py"), "--port", str(port), "--config", str(config)])
     url = f"http://127.0.0.1:{port}"
     wait_http("slack-api", f"{url}/healthz", process, state / "slack-api.log")
-    facts["slack_secrets"] = [bot_token, *(path.rsplit("/", 1)[1] for path in webhooks.values())]
+    facts["slack_secrets"] = [bot_token, signing_secret, *(path.rsplit("/", 1)[1] for path in webhooks.values())]
     facts["slack_mode"] = mode
     c = clients(env["AWS_ENDPOINT_URL"], facts["region"], ("secretsmanager", "ssm", "dynamodb"))
     notify_env = {
@@ -1024,7 +1038,8 @@ def start_slack(state: Path, processes: Processes, env: dict[str, str], facts: d
         c["secretsmanager"].create_secret(Name=SLACK_SECRET_ID, SecretString=json.dumps({"webhooks": {ch: url + path for ch, path in webhooks.items()}}))
         notify_env["SLACK_SECRET_ID"] = SLACK_SECRET_ID
     else:
-        c["ssm"].put_parameter(Name=SLACK_SECRET_PARAMETER, Type="SecureString", Value=json.dumps({"bot_token": bot_token}))
+        c["ssm"].put_parameter(Name=SLACK_SECRET_PARAMETER, Type="SecureString",
+                               Value=json.dumps({"bot_token": bot_token, "signing_secret": signing_secret}))
         c["dynamodb"].create_table(
             TableName=SLACK_THREAD_TABLE, BillingMode="PAY_PER_REQUEST",
             AttributeDefinitions=[{"AttributeName": "thread_key", "AttributeType": "S"}],
@@ -1032,7 +1047,53 @@ def start_slack(state: Path, processes: Processes, env: dict[str, str], facts: d
         )
         c["dynamodb"].update_time_to_live(TableName=SLACK_THREAD_TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"})
         notify_env.update(SLACK_SECRET_PARAMETER=SLACK_SECRET_PARAMETER, SLACK_THREAD_TABLE=SLACK_THREAD_TABLE)
+        if feedback:
+            create_feedback_table(c["dynamodb"])
+            notify_env["FEEDBACK_TABLE"] = FEEDBACK_TABLE
     return url, notify_env
+
+
+def create_feedback_table(dynamodb: Any) -> None:
+    """The feedback table as the template creates it: diagnosis_id + entry, the
+    sparse by_service index (service, answered_at), TTL on expires_at."""
+    dynamodb.create_table(
+        TableName=FEEDBACK_TABLE, BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "diagnosis_id", "AttributeType": "S"},
+                              {"AttributeName": "entry", "AttributeType": "S"},
+                              {"AttributeName": "service", "AttributeType": "S"},
+                              {"AttributeName": "answered_at", "AttributeType": "N"}],
+        KeySchema=[{"AttributeName": "diagnosis_id", "KeyType": "HASH"}, {"AttributeName": "entry", "KeyType": "RANGE"}],
+        GlobalSecondaryIndexes=[{
+            "IndexName": "by_service",
+            "KeySchema": [{"AttributeName": "service", "KeyType": "HASH"}, {"AttributeName": "answered_at", "KeyType": "RANGE"}],
+            "Projection": {"ProjectionType": "ALL"},
+        }],
+    )
+    dynamodb.update_time_to_live(TableName=FEEDBACK_TABLE, TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"})
+
+
+def start_feedback(state: Path, processes: Processes, env: dict[str, str], slack_url: str) -> str:
+    """The feedback function behind cargo-lambda's function URL, and the local
+    Slack's interactivity URL pointed at it (as the Slack app's settings
+    would be). Returns the URL."""
+    binary = Path(os.environ.get("FEEDBACK_BINARY", ROOT / "target" / "debug" / "feedback"))
+    if not binary.exists():
+        raise StackError(f"{binary} does not exist; build it first (cargo build -p feedback) or set FEEDBACK_BINARY")
+    invoke = start_emulator(state, processes, "feedback")
+    function_env = {
+        # The SDK's endpoint, region and (dummy) credentials; nothing of the world's Kubernetes or Prometheus.
+        **{k: v for k, v in env.items() if k.startswith("AWS_")},
+        "SLACK_SECRET_PARAMETER": env["SLACK_SECRET_PARAMETER"], "FEEDBACK_TABLE": FEEDBACK_TABLE,
+        "SLACK_API_URL": env["SLACK_API_URL"],
+        "AWS_LAMBDA_FUNCTION_NAME": "_", "AWS_LAMBDA_FUNCTION_VERSION": "1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "128",
+        "AWS_LAMBDA_RUNTIME_API": f"{invoke}/.rt", "RUST_LOG": env.get("RUST_LOG", "info"),
+    }
+    processes.start("feedback", [str(binary)], env=function_env)
+    url = f"{invoke}/lambda-url/_/"
+    request = urllib.request.Request(f"{slack_url}/_recorder/interactivity", data=json.dumps({"url": url}).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    urllib.request.urlopen(request, timeout=5).read()
+    return url
 
 
 # --- delivery: SNS and EventBridge ---------------------------------------------------------
@@ -1636,6 +1697,8 @@ def main() -> int:
     p_up.add_argument("--notify", choices=["webhook", "bot"],
                       help="also run notify-slack against a local Slack: incoming webhooks (secret in Secrets Manager) "
                            "or a bot token (SSM SecureString, threads in DynamoDB)")
+    p_up.add_argument("--feedback", action="store_true",
+                      help="with --notify bot: verdict buttons, the feedback table and the feedback function behind a function URL")
     p_up.add_argument("--notify-env", action="append", default=[], metavar="KEY=VALUE",
                       help="set (KEY=VALUE) or remove (KEY=) a variable of the notify-slack function's environment")
     p_up.add_argument("--lambda-env", action="append", default=[], metavar="KEY=VALUE",
@@ -1664,7 +1727,7 @@ def main() -> int:
     try:
         if args.command == "up":
             return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env, args.notify, args.notify_env,
-                      args.lambda_instances, args.lambda_retries, args.lambda_retry_delays)
+                      args.lambda_instances, args.lambda_retries, args.lambda_retry_delays, args.feedback)
         if args.command == "deliver":
             return deliver(args.state, args.to, args.via, args.invoke)
         if args.command == "storm":

@@ -1,5 +1,6 @@
 //! `alarm-triage replay EVENT_FILE`: runs the Lambda's pipeline on a captured
-//! event and prints the result. Exit codes: 0 diagnosed (or ignored), 2 the
+//! event and prints the result. `alarm-triage accuracy`: how often the
+//! diagnoses' causes held, by the answers people gave in Slack. Exit codes: 0 diagnosed (or ignored), 2 the
 //! input is not something this bot handles, 1 internal failure.
 // Gathering nests many async steps; its future is deeper than the default limit.
 #![recursion_limit = "256"]
@@ -60,6 +61,19 @@ enum Command {
         #[arg(long, hide = true, conflicts_with = "publish")]
         no_publish: bool,
     },
+    /// How often the named causes held, by the verdicts people gave in Slack
+    /// (reads the feedback table; changes nothing).
+    Accuracy {
+        /// The feedback table (default: $FEEDBACK_TABLE).
+        #[arg(long, env = "FEEDBACK_TABLE")]
+        table: String,
+        /// How far back: 30d, 12h, 90m.
+        #[arg(long, default_value = "30d", value_parser = parse_span)]
+        since: chrono::Duration,
+        /// Rows per finding id, per alarm or per culprit service.
+        #[arg(long, value_enum, default_value_t = By::Finding)]
+        by: By,
+    },
     /// Draws the charts of a saved diagnosis (the JSON a replay or the diagnosis queue holds) as PNG files.
     Charts {
         /// A diagnosis (schema alarm-triage/diagnosis/v1), as JSON.
@@ -68,6 +82,13 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out_dir: PathBuf,
     },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum By {
+    Finding,
+    Alarm,
+    Service,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -107,6 +128,7 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             diagnosis_file,
             out_dir,
         } => return draw_charts(&diagnosis_file, &out_dir),
+        Command::Accuracy { table, since, by } => return accuracy(table, since, by).await,
         Command::Replay {
             event_file,
             offline,
@@ -119,6 +141,41 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         } => (event_file, offline, format, now, out_dir, publish, world),
     };
     replay(event_file, offline, format, now, out_dir, publish, world).await
+}
+
+/// `accuracy`: reads the feedback table and prints precision per finding, alarm or service.
+async fn accuracy(table: String, since: chrono::Duration, by: By) -> anyhow::Result<ExitCode> {
+    use alarm_triage::feedback::FeedbackStore;
+    use alarm_triage::feedback::accuracy::{Grouping, accuracy, render};
+    let aws = with_call_limits(aws_config::from_env(), std::time::Duration::from_secs(10))
+        .load()
+        .await;
+    let store = alarm_triage::adapters::dynamodb::feedback::DynamoDbFeedback::new(&aws, table);
+    let from = chrono::Utc::now() - since;
+    let (records, answers) = store.everything_since(from).await?;
+    let grouping = match by {
+        By::Finding => Grouping::Finding,
+        By::Alarm => Grouping::Alarm,
+        By::Service => Grouping::Service,
+    };
+    print!("{}", render(&accuracy(&records, &answers, from, grouping)));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `30d`, `12h`, `90m`: a span back from now.
+fn parse_span(text: &str) -> Result<chrono::Duration, String> {
+    let (number, unit) = text.split_at(text.len().saturating_sub(1));
+    let n: i64 = number
+        .parse()
+        .ok()
+        .filter(|n| (1..=3650).contains(n))
+        .ok_or_else(|| format!("{text:?} is not a span like 30d, 12h or 90m"))?;
+    match unit {
+        "d" => Ok(chrono::Duration::days(n)),
+        "h" => Ok(chrono::Duration::hours(n)),
+        "m" => Ok(chrono::Duration::minutes(n)),
+        _ => Err(format!("{text:?} is not a span like 30d, 12h or 90m")),
+    }
 }
 
 /// `charts`: reads a diagnosis and writes its charts.
