@@ -52,6 +52,9 @@ pub struct Options {
     pub notify_env: Vec<String>,
     /// Warm instances of the diagnose function (default 1).
     pub lambda_instances: Option<usize>,
+    /// With `notify` in bot mode: verdict buttons, the feedback table, and this
+    /// feedback binary behind cargo-lambda's function URL (`FEEDBACK_URL`).
+    pub feedback_binary: Option<PathBuf>,
     /// Lambda's asynchronous retries after a failed invocation (0-2, default 0),
     /// then the event goes to the failed-events queue.
     pub lambda_retries: Option<u8>,
@@ -97,6 +100,9 @@ impl LocalWorld {
                 .arg("--notify")
                 .arg(mode)
                 .env("NOTIFY_SLACK_BINARY", binary);
+        }
+        if let Some(binary) = &options.feedback_binary {
+            command.arg("--feedback").env("FEEDBACK_BINARY", binary);
         }
         for item in &options.notify_env {
             command.arg("--notify-env").arg(item);
@@ -428,6 +434,45 @@ pub fn http(base: &str, method: &str, path: &str, body: &str) -> String {
 #[allow(dead_code)] // not every test binary sends headers
 pub fn http_with_headers(base: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> String {
     http_sending(base, method, path, headers, "")
+}
+
+/// A POST of `body` with exactly these headers to a full loopback URL
+/// (`http://127.0.0.1:PORT/path`); returns the status and the body.
+#[allow(dead_code)] // not every test binary posts raw requests
+pub fn post_raw(url: &str, headers: &[(&str, &str)], body: &[u8]) -> (u16, String) {
+    use std::io::{Read, Write};
+    let rest = url.trim_start_matches("http://");
+    let (authority, path) = rest
+        .split_once('/')
+        .map_or((rest, "/".to_owned()), |(a, p)| (a, format!("/{p}")));
+    let mut stream = std::net::TcpStream::connect(authority).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(30)))
+        .unwrap();
+    let extra: String = headers
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}\r\n"))
+        .collect();
+    write!(
+        stream,
+        // HTTP/1.0: the answer ends with the connection, never chunked.
+        "POST {path} HTTP/1.0\r\nHost: {authority}\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    )
+    .unwrap();
+    stream.write_all(body).unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).unwrap();
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    (status, body)
 }
 
 fn http_sending(

@@ -68,6 +68,7 @@ fn storm_world() -> LocalWorld {
             // The storm is about delivery (nothing lost, nothing doubled), not charts:
             // drawing and uploading them for 200 reports in a debug build would only slow it.
             notify_env: vec!["RUST_LOG=warn".to_owned(), "SLACK_CHARTS=off".to_owned()],
+            feedback_binary: None,
         },
     )
 }

@@ -72,7 +72,11 @@ async fn answer(state: &State, request: &LambdaFunctionUrlRequest) -> Reply {
         Ok(slack) => slack,
         Err(e) => {
             tracing::error!(error = %e, "could not read the Slack secret");
-            return refusal(503, "failed: secret", "the endpoint is not configured; try again later");
+            return refusal(
+                503,
+                "failed: secret",
+                "the endpoint is not configured; try again later",
+            );
         }
     };
     let header = |name: &str| request.headers.get(name).and_then(|v| v.to_str().ok());

@@ -16,18 +16,21 @@ async fn main() -> Result<(), Error> {
     init(LogFormat::Json);
     let config = FeedbackConfig::from_env()?;
     // Slack waits 3 s for the answer: AWS calls get a short leash.
-    let aws = with_call_limits(aws_config::from_env(), std::time::Duration::from_millis(1_500))
-        .region(aws_config::Region::new(config.region.clone()))
-        .load()
-        .await;
+    let aws = with_call_limits(
+        aws_config::from_env(),
+        std::time::Duration::from_millis(1_500),
+    )
+    .region(aws_config::Region::new(config.region.clone()))
+    .load()
+    .await;
     let state = handler::State {
         store: DynamoDbFeedback::new(&aws, config.table.clone()),
         secrets: SecretReader::new(&aws),
         config,
         slack: tokio::sync::OnceCell::new(),
     };
-    run(service_fn(|event: LambdaEvent<LambdaFunctionUrlRequest>| {
-        handler::handle(&state, event)
-    }))
+    run(service_fn(
+        |event: LambdaEvent<LambdaFunctionUrlRequest>| handler::handle(&state, event),
+    ))
     .await
 }
