@@ -9,7 +9,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 fn venv(tool: &str) -> PathBuf {
     support::repo_root().join(".venv-deploy/bin").join(tool)
@@ -113,7 +113,9 @@ fn policy_problems(template: &Value) -> Vec<String> {
                     .contains(&action);
                     // Reads whose names do not say so, granted on named resources only:
                     // an AMP workspace, the member roles (themselves read-only).
-                    let scoped_read = ["aps:QueryMetrics", "sts:AssumeRole"].contains(&action);
+                    // The feedback table's answers and index are the bot's own.
+                    let scoped_read =
+                        ["aps:QueryMetrics", "sts:AssumeRole", "dynamodb:Query"].contains(&action);
                     // A read IAM cannot scope to a resource (CloudTrail's
                     // management events: what changed on the path), so on "*".
                     let unscopable_read = action == "cloudtrail:LookupEvents";
@@ -266,15 +268,24 @@ fn the_template_grants_only_reads_and_the_bots_own_writes() {
 }
 
 #[test]
-fn both_functions_run_as_the_card_says() {
+fn every_function_runs_as_the_card_says() {
     let t = template_json(&template());
-    for function in ["DiagnoseFunction", "NotifySlackFunction"] {
+    for function in [
+        "DiagnoseFunction",
+        "NotifySlackFunction",
+        "FeedbackFunction",
+    ] {
         let f = &t["Resources"][function];
         assert_eq!(f["Type"], "AWS::Serverless::Function");
         assert_eq!(f["Metadata"]["BuildMethod"], "rust-cargolambda");
-        assert!(
-            f["Properties"]["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]["Type"] == "SQS"
-        );
+        // Asynchronous invocations keep what fails; the feedback function
+        // answers Slack synchronously, through its URL, and keeps nothing.
+        if function != "FeedbackFunction" {
+            assert!(
+                f["Properties"]["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]["Type"]
+                    == "SQS"
+            );
+        }
         assert!(
             f["Properties"]["ReservedConcurrentExecutions"]
                 .as_u64()
@@ -343,6 +354,45 @@ fn a_thread_table_write_widened_to_every_table_is_caught() {
     assert_eq!(
         problems,
         vec!["NotifySlackFunction: dynamodb:PutItem on every resource".to_owned()]
+    );
+}
+
+#[test]
+fn the_feedback_function_writes_only_the_feedback_table() {
+    let t = template_json(&template());
+    let function = &t["Resources"]["FeedbackFunction"];
+    assert_eq!(
+        function["Properties"]["FunctionUrlConfig"]["AuthType"],
+        "NONE"
+    );
+    let writes: Vec<&Value> = function["Properties"]["Policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["Statement"].as_array().into_iter().flatten())
+        .filter(|s| s["Action"].to_string().contains("dynamodb:"))
+        .collect();
+    assert_eq!(writes.len(), 1, "{writes:?}");
+    assert_eq!(
+        writes[0]["Resource"],
+        json!({"Fn::GetAtt": "FeedbackTable.Arn"})
+    );
+}
+
+#[test]
+fn a_feedback_write_widened_to_every_table_is_caught() {
+    let path = broken(
+        "feedback-write",
+        "Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:Query]\n              Resource: !GetAtt FeedbackTable.Arn",
+        "Action: [dynamodb:GetItem, dynamodb:PutItem, dynamodb:Query]\n              Resource: \"*\"",
+    );
+    let problems = policy_problems(&template_json(&path));
+    assert_eq!(
+        problems,
+        vec![
+            "FeedbackFunction: dynamodb:PutItem on every resource".to_owned(),
+            "FeedbackFunction: dynamodb:Query on every resource".to_owned()
+        ]
     );
 }
 

@@ -1,5 +1,6 @@
 //! Nothing the bot is granted can change AWS or Kubernetes: the IAM policies
-//! allow only reads plus writes to its own topic, queues and thread table (and
+//! allow only reads plus writes to its own topic, queues, thread table and
+//! feedback table (the one table the feedback function writes) (and
 //! reading only its own secret), and the RBAC
 //! role only get/list/watch. A deliberately broken copy of each is caught.
 
@@ -27,7 +28,8 @@ const OWN_WRITES: [&str; 8] = [
 /// Every problem with an IAM policy document, empty when it is read-only.
 /// Reads whose names do not say so (querying an AMP workspace, assuming the
 /// read-only member role), granted only on named resources.
-const SCOPED_READS: [&str; 2] = ["aps:QueryMetrics", "sts:AssumeRole"];
+/// `dynamodb:Query` reads the bot's own feedback table (answers to a diagnosis, a service's track record).
+const SCOPED_READS: [&str; 3] = ["aps:QueryMetrics", "sts:AssumeRole", "dynamodb:Query"];
 
 /// Reads whose names do not say so and that IAM cannot scope to a resource:
 /// `cloudtrail:LookupEvents` reads the management events (what changed on the
@@ -123,12 +125,35 @@ fn yaml_documents(path: &std::path::Path) -> Vec<Value> {
 
 #[test]
 fn the_iam_policies_grant_only_reads_and_the_bots_own_writes() {
-    for name in ["diagnose-policy.json", "notify-slack-policy.json"] {
+    for name in [
+        "diagnose-policy.json",
+        "notify-slack-policy.json",
+        "feedback-policy.json",
+    ] {
         let policy: Value = serde_json::from_str(
             &std::fs::read_to_string(support::repo_root().join("infra/iam").join(name)).unwrap(),
         )
         .unwrap();
         assert_eq!(iam_problems(&policy), Vec::<String>::new(), "{name}");
+    }
+}
+
+#[test]
+fn the_feedback_function_writes_only_the_feedback_table() {
+    let policy: Value = serde_json::from_str(
+        &std::fs::read_to_string(support::repo_root().join("infra/iam/feedback-policy.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    for statement in policy["Statement"].as_array().unwrap() {
+        let actions = statement["Action"].to_string();
+        if actions.contains("dynamodb:") {
+            assert_eq!(
+                statement["Resource"],
+                "arn:aws:dynamodb:${Region}:${Account}:table/alarm-triage-feedback",
+                "{statement}"
+            );
+        }
     }
 }
 
@@ -140,10 +165,11 @@ fn a_write_action_or_a_wildcard_in_the_policy_is_caught() {
         {"Effect": "Allow", "Action": "sns:Publish", "Resource": "*"},
         {"Effect": "Allow", "Action": "secretsmanager:GetSecretValue", "Resource": "*"},
         {"Effect": "Allow", "Action": "aps:QueryMetrics", "Resource": "*"},
-        {"Effect": "Allow", "Action": "aps:RemoteWrite", "Resource": "arn:aws:aps:eu-west-1:1:workspace/ws-1"}
+        {"Effect": "Allow", "Action": "aps:RemoteWrite", "Resource": "arn:aws:aps:eu-west-1:1:workspace/ws-1"},
+        {"Effect": "Allow", "Action": ["dynamodb:Query", "dynamodb:Scan"], "Resource": "*"}
     ]});
     let problems = iam_problems(&broken);
-    assert_eq!(problems.len(), 6, "{problems:?}");
+    assert_eq!(problems.len(), 8, "{problems:?}");
 }
 
 #[test]
