@@ -195,3 +195,72 @@ fn every_chart_decodes_as_a_png_of_the_stated_size() {
         "no pod chart without pod series"
     );
 }
+
+/// The feedback renderings over world 1's diagnosis: the first message with
+/// its buttons and track record, the tally after answers, the what-was-it
+/// form and the accuracy table.
+#[test]
+fn the_feedback_renderings_are_snapshotted() {
+    use alarm_triage::feedback::accuracy::{Grouping, accuracy, render as render_accuracy};
+    use alarm_triage::feedback::message::{detail_form, with_tally};
+    use alarm_triage::feedback::{Answer, DiagnosisRecord, Judgement, SlackUserId};
+    use alarm_triage::notify::message::{FeedbackAddition, Placement, compose};
+    use alarm_triage::notify::route::Route;
+
+    let d = fixture("alb-flapping-worker-ceiling");
+    let addition = FeedbackAddition {
+        track_record: vec!["per-process ceiling: confirmed 7 of 8 times on this service".into()],
+    };
+    let message = compose(
+        &d,
+        &Route::everything_to("#alerts"),
+        Placement {
+            web_api: true,
+            feedback: Some(&addition),
+            ..Placement::default()
+        },
+    );
+    let blocks = message.payload["blocks"].as_array().unwrap().clone();
+    insta::assert_json_snapshot!("feedback_first_message_blocks", blocks);
+    let user = |id: &str| SlackUserId::parse(id).unwrap();
+    let tallied = with_tally(
+        &blocks,
+        &[
+            (user("U0ALICE01"), Judgement::Right),
+            (user("U0BOB0001"), Judgement::Partly),
+        ],
+    );
+    insta::assert_json_snapshot!("feedback_tally", &tallied[tallied.len() - 1]);
+    let at = d.generated_at;
+    let record = DiagnosisRecord::of(&d, at);
+    insta::assert_json_snapshot!("feedback_form", detail_form(&record, Judgement::Partly));
+    let causes: Vec<_> = record.causes().cloned().collect();
+    let answers = vec![
+        Answer {
+            diagnosis: record.clone(),
+            user: user("U0ALICE01"),
+            judgement: Judgement::Right,
+            wrong_causes: vec![],
+            note: None,
+            answered_at: at,
+        },
+        Answer {
+            diagnosis: record.clone(),
+            user: user("U0BOB0001"),
+            judgement: Judgement::Partly,
+            wrong_causes: causes.last().cloned().into_iter().collect(),
+            note: Some("a node was draining".into()),
+            answered_at: at,
+        },
+    ];
+    let since = at - chrono::Duration::days(30);
+    for (name, grouping) in [
+        ("feedback_accuracy_by_finding", Grouping::Finding),
+        ("feedback_accuracy_by_service", Grouping::Service),
+    ] {
+        insta::assert_snapshot!(
+            name,
+            render_accuracy(&accuracy(std::slice::from_ref(&record), &answers, since, grouping))
+        );
+    }
+}
