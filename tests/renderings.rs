@@ -260,7 +260,12 @@ fn the_feedback_renderings_are_snapshotted() {
     ] {
         insta::assert_snapshot!(
             name,
-            render_accuracy(&accuracy(std::slice::from_ref(&record), &answers, since, grouping))
+            render_accuracy(&accuracy(
+                std::slice::from_ref(&record),
+                &answers,
+                since,
+                grouping
+            ))
         );
     }
 }
