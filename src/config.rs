@@ -265,6 +265,9 @@ pub struct NotifyConfig {
     pub thread_table: Option<String>,
     /// `FEEDBACK_TABLE`: record diagnoses and put verdict buttons on them (bot token only).
     pub feedback_table: Option<String>,
+    /// `INCIDENT_WINDOW_MINUTES` (default 30, 0 turns incidents off): alarms
+    /// about one culprit within it share one thread (bot token and thread table).
+    pub incident_window: Option<chrono::Duration>,
     /// `SLACK_THREAD_HOURS`: how long later reports go under the first one.
     pub thread_lifetime: chrono::Duration,
     /// `SLACK_API_URL`: the Web API's base URL.
@@ -300,6 +303,10 @@ impl NotifyConfig {
             default_channel,
             thread_table: non_empty(&lookup, "SLACK_THREAD_TABLE"),
             feedback_table: non_empty(&lookup, "FEEDBACK_TABLE"),
+            incident_window: match parse(&lookup, "INCIDENT_WINDOW_MINUTES", 30i64, 0, 24 * 60)? {
+                0 => None,
+                minutes => Some(chrono::Duration::minutes(minutes)),
+            },
             thread_lifetime: chrono::Duration::hours(parse(
                 &lookup,
                 "SLACK_THREAD_HOURS",

@@ -433,6 +433,7 @@ mod thread_store {
             ts: "1700000000.000100".into(),
             started_at: at(0),
             expires_at: at(0) + chrono::Duration::hours(24),
+            incident: None,
         }
     }
 

@@ -341,6 +341,7 @@ impl Matrix {
                 ..RetryPolicy::default()
             },
             attachments: alarm_triage::notify::delivery::no_attachments,
+            incident_window: None,
         };
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + GATHER + PUBLISH;

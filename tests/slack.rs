@@ -57,6 +57,7 @@ fn notifier(
             ..RetryPolicy::default()
         },
         attachments: alarm_triage::notify::delivery::no_attachments,
+        incident_window: None,
     }
 }
 
@@ -198,6 +199,7 @@ async fn charts_are_uploaded_into_the_first_messages_thread_as_slack_validates_t
     let token = SlackCredentials::BotToken(SecretString::from(slack.bot_token.clone()));
     let n = Notifier {
         attachments: charts,
+        incident_window: None,
         ..notifier(&slack, token)
     };
     let posted = n
@@ -396,6 +398,7 @@ async fn an_unreachable_slack_is_retryable_and_says_it_could_not_connect() {
         thread_lifetime: chrono::Duration::hours(1),
         retry: RetryPolicy::default(),
         attachments: alarm_triage::notify::delivery::no_attachments,
+        incident_window: None,
     };
     let e = n
         .notify(

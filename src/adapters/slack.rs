@@ -206,6 +206,25 @@ impl SlackPoster for SlackWebhook {
         }
     }
 
+    async fn update(
+        &self,
+        channel_id: &str,
+        ts: &str,
+        message: &Value,
+        timeout: Duration,
+    ) -> std::result::Result<(), String> {
+        let blocks = message["blocks"].as_array().cloned().unwrap_or_default();
+        crate::feedback::SlackInteractions::update_message(
+            self,
+            channel_id,
+            ts,
+            message["text"].as_str().unwrap_or_default(),
+            &blocks,
+            timeout,
+        )
+        .await
+    }
+
     /// Slack's external upload: ask for an upload URL, send the bytes there
     /// (without the token: the URL is pre-signed), then share the file in the thread.
     async fn upload(

@@ -12,6 +12,9 @@ use serde_json::Value;
 use tokio::time::Instant;
 
 use super::answer::{Answer, advice};
+use super::incident::{
+    Incident, IncidentKey, Opening, as_resolved, culprit, mark_also_firing, with_alarm_count,
+};
 use super::message::{FeedbackAddition, Placement, SlackMessage, compose, in_thread};
 use super::route::{Route, Routes};
 use super::thread::{Thread, ThreadKey, ThreadStore};
@@ -42,6 +45,19 @@ pub trait SlackPoster: Send + Sync {
     ) -> impl Future<Output = std::result::Result<(), String>> + Send {
         let _ = (attachment, channel_id, thread_ts, timeout);
         async { Err("this poster cannot upload files".to_owned()) }
+    }
+
+    /// Replaces a posted message (`chat.update`, Web API only): `message`
+    /// holds its `text` and `blocks`.
+    fn update(
+        &self,
+        channel_id: &str,
+        ts: &str,
+        message: &Value,
+        timeout: Duration,
+    ) -> impl Future<Output = std::result::Result<(), String>> + Send {
+        let _ = (channel_id, ts, message, timeout);
+        async { Err("this poster cannot update messages".to_owned()) }
     }
 }
 
@@ -261,9 +277,171 @@ pub struct Notifier<P, T> {
     pub retry: RetryPolicy,
     /// Files to share in the thread after the details (Web API only).
     pub attachments: Attachments,
+    /// `INCIDENT_WINDOW_MINUTES`: alarms about one culprit within this window
+    /// share one thread (bot token and thread table only); `None` is off.
+    pub incident_window: Option<chrono::Duration>,
 }
 
+/// How a diagnosis takes part in its culprit's incident.
+#[derive(Debug, Clone)]
+struct IncidentPlan {
+    key: IncidentKey,
+    /// The incident another diagnosis opened (with its first message); `None`: this one opens it.
+    joined: Option<Incident>,
+}
+
+/// How long a diagnosis that joins an incident waits for its first message to land.
+const FIRST_MESSAGE_WAIT: Duration = Duration::from_secs(5);
+
 impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
+    /// Opens or joins the culprit's incident for a diagnosis without an open
+    /// thread of its own. `None`: incidents are off, or the store failed
+    /// (logged; the message then goes to the top level as before).
+    async fn incident_for(
+        &self,
+        d: &Diagnosis,
+        route: &Route,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) -> Option<IncidentPlan> {
+        let window = self.incident_window?;
+        if d.kind != ReportKind::Diagnosis
+            || !self.poster.web_api()
+            || !self.threads.enabled()
+            || !self.threads.incidents_enabled()
+        {
+            return None;
+        }
+        let key = IncidentKey::new(&culprit(d), &route.channel);
+        let opening = self
+            .threads
+            .open_or_join(&key, &d.alarm.name, d.id.as_str(), now, window)
+            .await;
+        let mut incident = match opening {
+            Ok(Opening::Opened) => return Some(IncidentPlan { key, joined: None }),
+            // An earlier attempt at this very diagnosis opened it.
+            Ok(Opening::Joined(i)) if i.opened_by == d.id.as_str() => {
+                return Some(IncidentPlan { key, joined: None });
+            }
+            Ok(Opening::Joined(i)) => i,
+            Err(e) => {
+                tracing::warn!(diagnosis_id = %d.id, error = %e, "could not open or join the incident; posting at the top level");
+                return None;
+            }
+        };
+        // The opener may still be posting its first message: wait for it, bounded.
+        let give_up = (Instant::now() + FIRST_MESSAGE_WAIT).min(
+            deadline
+                .checked_sub(self.retry.room_for_a_request)
+                .unwrap_or(deadline),
+        );
+        while incident.ts.is_none() && Instant::now() < give_up {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            match self.threads.find_incident(&key).await {
+                Ok(Some(found)) => incident = found,
+                _ => break,
+            }
+        }
+        if incident.ts.is_none() {
+            tracing::warn!(diagnosis_id = %d.id, channel = %route.channel, "the incident's first message did not land in time; posting at the top level");
+            return None;
+        }
+        Some(IncidentPlan {
+            key,
+            joined: Some(incident),
+        })
+    }
+
+    /// After posting: an opener records where its first message is; a joiner
+    /// updates the first message's header to count the alarms.
+    async fn incident_posted(
+        &self,
+        d: &Diagnosis,
+        plan: &IncidentPlan,
+        message: &SlackMessage,
+        channel_id: &str,
+        ts: &str,
+        deadline: Instant,
+    ) {
+        let Some(joined) = &plan.joined else {
+            let first = serde_json::json!({"text": message.payload["text"], "blocks": message.payload["blocks"]});
+            if let Err(e) = self.threads.posted(&plan.key, channel_id, ts, &first).await {
+                tracing::warn!(diagnosis_id = %d.id, error = %e, "could not record the incident's first message");
+            }
+            return;
+        };
+        let now = match self.threads.find_incident(&plan.key).await {
+            Ok(Some(now)) => now,
+            _ => joined.clone(),
+        };
+        self.update_first_message(d, &now, |first| with_alarm_count(first, &now), deadline)
+            .await;
+    }
+
+    /// A resolution in an incident: marks its alarm OK; once every alarm is
+    /// OK the first message says the incident resolved, else it counts again.
+    async fn incident_resolved(
+        &self,
+        d: &Diagnosis,
+        key: &str,
+        now: DateTime<Utc>,
+        deadline: Instant,
+    ) {
+        let Some(key) = IncidentKey::parse(key) else {
+            return;
+        };
+        let incident = match self.threads.resolved(&key, &d.alarm.name).await {
+            Ok(Some(incident)) => incident,
+            Ok(None) => return,
+            Err(e) => {
+                tracing::warn!(diagnosis_id = %d.id, error = %e, "could not mark the alarm resolved in its incident");
+                return;
+            }
+        };
+        if incident.all_ok() {
+            self.update_first_message(
+                d,
+                &incident,
+                |first| as_resolved(first, &incident, now, &d.headline),
+                deadline,
+            )
+            .await;
+        } else {
+            self.update_first_message(
+                d,
+                &incident,
+                |first| with_alarm_count(first, &incident),
+                deadline,
+            )
+            .await;
+        }
+    }
+
+    async fn update_first_message(
+        &self,
+        d: &Diagnosis,
+        incident: &Incident,
+        edit: impl FnOnce(&Value) -> Value,
+        deadline: Instant,
+    ) {
+        let (Some(channel_id), Some(ts), Some(first)) =
+            (&incident.channel_id, &incident.ts, &incident.first_message)
+        else {
+            return;
+        };
+        let timeout = self
+            .retry
+            .request_timeout
+            .min(deadline.saturating_duration_since(Instant::now()));
+        if let Err(e) = self
+            .poster
+            .update(channel_id, ts, &edit(first), timeout)
+            .await
+        {
+            tracing::warn!(diagnosis_id = %d.id, error = %e, "could not update the incident's first message");
+        }
+    }
+
     /// Posts `d` to every route it takes, concurrently. Every route is tried;
     /// the first failure (in route order) is returned after all were attempted.
     pub async fn notify(
@@ -440,10 +618,22 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
                 None
             }
         };
+        // Without a thread of its own, a diagnosis opens or joins its culprit's incident.
+        let incident = match open {
+            None if threading => self.incident_for(d, route, now, deadline).await,
+            _ => None,
+        };
+        let joined = incident.as_ref().and_then(|i| i.joined.as_ref());
         let placement = Placement {
             web_api,
-            thread_ts: open.as_ref().map(|t| t.ts.as_str()),
-            thread_channel: open.as_ref().map(|t| t.channel_id.as_str()),
+            thread_ts: open
+                .as_ref()
+                .map(|t| t.ts.as_str())
+                .or(joined.and_then(|i| i.ts.as_deref())),
+            thread_channel: open
+                .as_ref()
+                .map(|t| t.channel_id.as_str())
+                .or(joined.and_then(|i| i.channel_id.as_deref())),
             feedback,
         };
         // With a store, a retry of an event does not post again where it already landed.
@@ -465,7 +655,10 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
                 already_posted: true,
             });
         }
-        let message = compose(d, route, placement);
+        let mut message = compose(d, route, placement);
+        if joined.is_some() {
+            mark_also_firing(&mut message.payload, &d.alarm.name);
+        }
         let posted = post_with_retries(&self.poster, &message, deadline, &self.retry).await?;
         // The details go under the first message (or into the alarm's open thread).
         if let (Some(details), Some(thread_ts)) = (
@@ -490,7 +683,21 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             if let Err(e) = self.threads.remember(&delivery, &record, now).await {
                 tracing::warn!(diagnosis_id = %d.id, error = %e, "could not remember the delivery");
             }
+            if let Some(plan) = &incident {
+                self.incident_posted(d, plan, &message, channel_id, ts, deadline)
+                    .await;
+            }
+            if let Some(key) = open.as_ref().and_then(|t| t.incident.as_deref())
+                && d.kind == ReportKind::Resolution
+            {
+                self.incident_resolved(d, key, now, deadline).await;
+            }
             if open.is_none() {
+                // The alarm's thread is the incident's when it joined one.
+                let thread_ts = posted.thread_ts.clone().unwrap_or_else(|| ts.clone());
+                let record =
+                    Thread::started(channel_id.clone(), thread_ts, now, self.thread_lifetime)
+                        .in_incident(incident.as_ref().map(|p| &p.key));
                 match self.threads.remember(&key, &record, now).await {
                     Ok(true) => {}
                     Ok(false) => tracing::warn!(

@@ -8,6 +8,7 @@
 pub mod answer;
 pub mod credentials;
 pub mod delivery;
+pub mod incident;
 pub mod message;
 pub mod route;
 pub mod thread;
@@ -76,6 +77,7 @@ pub(crate) mod tests {
 
     use super::answer::Answer;
     use super::delivery::{Notifier, RetryPolicy, SlackPoster, Step, next_step, post_with_retries};
+    use super::incident::{AlarmMark, Incident, IncidentKey, IncidentStore, Opening};
     use super::message::{Placement, compose};
     use super::route::{Route, Routes};
     use super::thread::{NoThreads, Thread, ThreadKey, ThreadStore};
@@ -105,6 +107,7 @@ pub(crate) mod tests {
         web_api: bool,
         script: Mutex<Vec<Answer>>,
         posted: Mutex<Vec<(String, Value)>>,
+        updates: Mutex<Vec<(String, String, Value)>>,
     }
 
     impl ScriptedSlack {
@@ -115,6 +118,7 @@ pub(crate) mod tests {
                 web_api,
                 script: Mutex::new(script),
                 posted: Mutex::default(),
+                updates: Mutex::default(),
             }
         }
 
@@ -149,6 +153,21 @@ pub(crate) mod tests {
             self.web_api
         }
 
+        async fn update(
+            &self,
+            channel_id: &str,
+            ts: &str,
+            message: &Value,
+            _: Duration,
+        ) -> std::result::Result<(), String> {
+            self.updates.lock().unwrap().push((
+                channel_id.to_owned(),
+                ts.to_owned(),
+                message.clone(),
+            ));
+            Ok(())
+        }
+
         async fn post(&self, channel: &str, body: &Value, _: Duration) -> Answer {
             self.posted
                 .lock()
@@ -165,7 +184,68 @@ pub(crate) mod tests {
     }
 
     #[derive(Default)]
-    struct MemoryThreads(Mutex<HashMap<ThreadKey, Thread>>);
+    struct MemoryThreads(
+        Mutex<HashMap<ThreadKey, Thread>>,
+        Mutex<HashMap<IncidentKey, (Incident, chrono::DateTime<Utc>)>>,
+    );
+
+    impl IncidentStore for MemoryThreads {
+        async fn open_or_join(
+            &self,
+            key: &IncidentKey,
+            alarm: &str,
+            opener: &str,
+            now: chrono::DateTime<Utc>,
+            window: chrono::Duration,
+        ) -> Result<Opening> {
+            let mut map = self.1.lock().unwrap();
+            match map.get_mut(key) {
+                Some((incident, last)) if *last >= now - window => {
+                    incident.alarms.insert(alarm.to_owned(), AlarmMark::Firing);
+                    *last = now;
+                    Ok(Opening::Joined(incident.clone()))
+                }
+                _ => {
+                    let incident = Incident {
+                        channel_id: None,
+                        ts: None,
+                        opened_at: now,
+                        opened_by: opener.to_owned(),
+                        alarms: [(alarm.to_owned(), AlarmMark::Firing)].into(),
+                        first_message: None,
+                    };
+                    map.insert(key.clone(), (incident, now));
+                    Ok(Opening::Opened)
+                }
+            }
+        }
+
+        async fn posted(
+            &self,
+            key: &IncidentKey,
+            channel_id: &str,
+            ts: &str,
+            first: &Value,
+        ) -> Result<()> {
+            if let Some((incident, _)) = self.1.lock().unwrap().get_mut(key) {
+                incident.channel_id = Some(channel_id.to_owned());
+                incident.ts = Some(ts.to_owned());
+                incident.first_message = Some(first.clone());
+            }
+            Ok(())
+        }
+
+        async fn find_incident(&self, key: &IncidentKey) -> Result<Option<Incident>> {
+            Ok(self.1.lock().unwrap().get(key).map(|(i, _)| i.clone()))
+        }
+
+        async fn resolved(&self, key: &IncidentKey, alarm: &str) -> Result<Option<Incident>> {
+            Ok(self.1.lock().unwrap().get_mut(key).map(|(i, _)| {
+                i.alarms.insert(alarm.to_owned(), AlarmMark::Ok);
+                i.clone()
+            }))
+        }
+    }
 
     impl ThreadStore for MemoryThreads {
         async fn find(&self, key: &ThreadKey) -> Result<Option<Thread>> {
@@ -372,6 +452,7 @@ pub(crate) mod tests {
             thread_lifetime: chrono::Duration::hours(24),
             retry: RetryPolicy::default(),
             attachments: super::delivery::no_attachments,
+            incident_window: None,
         }
     }
 
@@ -405,6 +486,97 @@ pub(crate) mod tests {
             .await
             .unwrap();
         assert_eq!(c[0].thread_ts, None);
+    }
+
+    /// A diagnosis of another alarm, about the same culprit.
+    fn other_alarm(d: &Diagnosis, name: &str, kind: ReportKind) -> Diagnosis {
+        let mut other = d.clone();
+        other.alarm.name = name.to_owned();
+        other.alarm.arn = None;
+        other.kind = kind;
+        other.id =
+            serde_json::from_value(json!(format!("dx-{name}-{kind:?}").to_lowercase())).unwrap();
+        other
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn alarms_about_one_culprit_are_one_incident_and_its_first_message_says_when_it_resolved()
+    {
+        let n = Notifier {
+            incident_window: Some(chrono::Duration::minutes(30)),
+            ..notifier(ScriptedSlack::answering(true, vec![]))
+        };
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let now = Utc::now();
+        let latency = diagnosis(
+            Behaviour::Flapping,
+            Severity::Warning,
+            ReportKind::Diagnosis,
+        );
+        let errors = other_alarm(&latency, "checkout-5xx", ReportKind::Diagnosis);
+        let first = n.notify(&latency, now, deadline).await.unwrap();
+        let second = n
+            .notify(&errors, now + chrono::Duration::minutes(2), deadline)
+            .await
+            .unwrap();
+        assert_eq!(
+            first[0].thread_ts, None,
+            "the first alarm opens the incident"
+        );
+        assert_eq!(
+            second[0].thread_ts, first[0].ts,
+            "the second replies in its thread"
+        );
+        let posted = n.poster.posted();
+        let reply = &posted.last().unwrap().1;
+        assert!(
+            reply["text"].as_str().unwrap().starts_with("Also firing: "),
+            "{reply}"
+        );
+        let updates = n.poster.updates.lock().unwrap().clone();
+        assert_eq!(updates.len(), 1);
+        assert!(
+            updates[0].2["blocks"][0]["text"]["text"]
+                .as_str()
+                .unwrap()
+                .ends_with("· alarms 2 of 2 firing"),
+            "{}",
+            updates[0].2
+        );
+        // One resolution leaves the incident open; the second resolves it.
+        let latency_ok = other_alarm(&latency, &latency.alarm.name, ReportKind::Resolution);
+        let mut latency_ok = latency_ok;
+        latency_ok.alarm.arn = latency.alarm.arn.clone();
+        n.notify(&latency_ok, now + chrono::Duration::minutes(10), deadline)
+            .await
+            .unwrap();
+        let errors_ok = other_alarm(&latency, "checkout-5xx", ReportKind::Resolution);
+        n.notify(&errors_ok, now + chrono::Duration::minutes(23), deadline)
+            .await
+            .unwrap();
+        let updates = n.poster.updates.lock().unwrap().clone();
+        let last = &updates.last().unwrap().2;
+        assert!(
+            last["blocks"][0]["text"]["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Resolved after 23 min"),
+            "{last}"
+        );
+        assert_eq!(
+            updates.last().unwrap().1,
+            first[0].ts.clone().unwrap(),
+            "the first message is the one updated"
+        );
+        // Another culprit is another incident.
+        let mut elsewhere = other_alarm(&latency, "search-latency", ReportKind::Diagnosis);
+        elsewhere.target_groups.clear();
+        elsewhere.alarm.watched = None;
+        let third = n
+            .notify(&elsewhere, now + chrono::Duration::minutes(3), deadline)
+            .await
+            .unwrap();
+        assert_eq!(third[0].thread_ts, None);
     }
 
     #[tokio::test(start_paused = true)]
@@ -537,6 +709,7 @@ pub(crate) mod tests {
             thread_lifetime: chrono::Duration::hours(24),
             retry: RetryPolicy::default(),
             attachments: super::delivery::no_attachments,
+            incident_window: None,
         };
         let d = diagnosis(
             Behaviour::Flapping,

@@ -38,6 +38,8 @@ pub struct Thread {
     pub ts: String,
     pub started_at: DateTime<Utc>,
     pub expires_at: DateTime<Utc>,
+    /// The incident this alarm's thread belongs to, when incidents are on.
+    pub incident: Option<String>,
 }
 
 impl Thread {
@@ -48,6 +50,15 @@ impl Thread {
             ts,
             started_at: now,
             expires_at: now + lifetime,
+            incident: None,
+        }
+    }
+
+    /// The same thread, as part of the incident `key`.
+    pub fn in_incident(self, key: Option<&super::incident::IncidentKey>) -> Self {
+        Thread {
+            incident: key.map(|k| k.as_str().to_owned()),
+            ..self
         }
     }
 
@@ -57,8 +68,8 @@ impl Thread {
     }
 }
 
-/// Port: where threads are remembered.
-pub trait ThreadStore: Send + Sync {
+/// Port: where threads are remembered (and, in the same store, incidents).
+pub trait ThreadStore: super::incident::IncidentStore + Send + Sync {
     /// Whether threads are remembered at all.
     fn enabled(&self) -> bool {
         true

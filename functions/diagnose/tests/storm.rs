@@ -226,6 +226,53 @@ async fn a_storm_of_200_notifications_loses_nothing_and_doubles_nothing() {
     let doubled: Vec<_> = posts.iter().filter(|(_, n)| **n > 1).collect();
     assert!(doubled.is_empty(), "posted more than once: {doubled:?}");
 
+    // One incident, one thread: at most one top-level message per culprit and channel.
+    let culprits: BTreeMap<String, String> = published
+        .iter()
+        .map(|d| {
+            let report: alarm_triage::diagnosis::Diagnosis =
+                serde_json::from_value(d.clone()).unwrap();
+            (
+                report.id.as_str().to_owned(),
+                alarm_triage::notify::incident::culprit(&report),
+            )
+        })
+        .collect();
+    let mut top_level: BTreeMap<(String, String), u32> = BTreeMap::new();
+    let mut replies = 0;
+    for request in requests_at(&slack) {
+        let payload = &request["payload"];
+        let first_message = request["kind"] == "web_api"
+            && request["status"] == 200
+            && !payload["text"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("Details: ");
+        if !first_message {
+            continue;
+        }
+        if payload.get("thread_ts").is_some_and(|t| t.is_string()) {
+            replies += 1;
+            continue;
+        }
+        let text = payload.to_string();
+        if let Some((_, culprit)) = culprits.iter().find(|(id, _)| text.contains(id.as_str())) {
+            let channel = payload["channel"].as_str().unwrap_or_default().to_owned();
+            *top_level.entry((culprit.clone(), channel)).or_default() += 1;
+        }
+    }
+    eprintln!(
+        "slack: {} top-level messages for {} reports ({} culprit-channel pairs), {replies} replies in threads",
+        top_level.values().sum::<u32>(),
+        distinct.len(),
+        top_level.len()
+    );
+    let crowded: Vec<_> = top_level.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(
+        crowded.is_empty(),
+        "more than one top-level message for one culprit: {crowded:?}"
+    );
+
     let attempts = world.invocations("invocations", 0, Duration::ZERO);
     let retried = attempts
         .iter()

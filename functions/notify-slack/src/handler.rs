@@ -95,6 +95,7 @@ impl State {
                     } else {
                         alarm_triage::notify::delivery::no_attachments
                     },
+                    incident_window: self.config.incident_window,
                 };
                 Ok((notifier, feedback))
             })

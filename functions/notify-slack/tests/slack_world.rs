@@ -396,7 +396,85 @@ async fn world_3_pages_oncall_and_threads_the_resolution_under_it() {
     let deliveries = keys.iter().filter(|k| k.starts_with("posted|dx-")).count();
     assert_eq!((threads, deliveries), (2, 4), "{keys:?}");
     assert!(items.items().iter().all(|i| i["expires_at"].as_n().is_ok()));
+
+    // Its one alarm is OK: each incident's first message now says it resolved.
+    let answer = support::http(
+        world.var("SLACK_LOCAL_URL"),
+        "GET",
+        "/_recorder/messages",
+        "",
+    );
+    let messages: Value = serde_json::from_str(answer.split("\r\n\r\n").nth(1).unwrap()).unwrap();
+    let headers: Vec<String> = messages["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["blocks"][0]["text"]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(headers.len(), 2, "{messages}");
+    assert!(
+        headers.iter().all(|h| h.starts_with("Resolved after ")),
+        "{headers:?}"
+    );
     assert_no_secret_in_logs(&world);
+}
+
+/// Eight diagnoses about one culprit arrive at once: exactly one opens the
+/// incident, the seven others join it, through the SDK against the local
+/// DynamoDB (whose conditional writes are atomic per item, as the service's).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_diagnoses_about_one_culprit_open_one_incident() {
+    use alarm_triage::adapters::dynamodb::DynamoDbThreads;
+    use alarm_triage::notify::incident::{IncidentKey, IncidentStore, Opening};
+
+    let world = world("alb-flapping-worker-ceiling", "bot", &[]);
+    let store = DynamoDbThreads::new(
+        &world.sdk_config().await,
+        "alarm-triage-slack-threads".to_owned(),
+    );
+    let key = IncidentKey::new("service:shop/checkout", "#alerts");
+    let now = chrono::Utc::now();
+    let window = chrono::Duration::minutes(30);
+    let alarms: Vec<String> = (0..8).map(|i| format!("checkout-alarm-{i}")).collect();
+    let tasks: Vec<_> = alarms
+        .iter()
+        .enumerate()
+        .map(|(i, alarm)| {
+            let (store, key, alarm) = (store.clone(), key.clone(), alarm.clone());
+            tokio::spawn(async move {
+                store
+                    .open_or_join(&key, &alarm, &format!("dx-{i}"), now, window)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut opened = 0;
+    for task in tasks {
+        if task.await.unwrap() == Opening::Opened {
+            opened += 1;
+        }
+    }
+    assert_eq!(opened, 1, "exactly one diagnosis opens the incident");
+    let incident = store.find_incident(&key).await.unwrap().unwrap();
+    assert_eq!(incident.alarms.len(), 8, "{incident:?}");
+    // After the window, the same culprit opens a new incident.
+    let later = store
+        .open_or_join(
+            &key,
+            "checkout-alarm-9",
+            "dx-9",
+            now + window + chrono::Duration::minutes(1),
+            window,
+        )
+        .await
+        .unwrap();
+    assert_eq!(later, Opening::Opened);
 }
 
 #[tokio::test]

@@ -20,6 +20,7 @@ from werkzeug.serving import run_simple
 from . import cloudtrail_ext, cloudwatch_ext, elbv2_ext, sns_ext, sts_ext
 from .admin import AdminRoutes
 from .cbor_bridge import CborBridge
+from .dynamodb_atomic import DynamoDbAtomic
 from .faults import Faults
 
 
@@ -30,7 +31,7 @@ def build_app(home_account: str | None = None):
     sns_ext.install()
     sts_ext.install(home_account)
     # Faults sit outermost so injected latency and errors apply to every protocol.
-    return Faults(AdminRoutes(CborBridge(DomainDispatcherApplication(create_backend_app))))
+    return Faults(AdminRoutes(CborBridge(DynamoDbAtomic(DomainDispatcherApplication(create_backend_app)))))
 
 
 def main() -> None:

@@ -5,6 +5,7 @@
 //! feedback table.
 
 pub mod feedback;
+mod incidents;
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -101,13 +102,16 @@ impl ThreadStore for DynamoDbThreads {
             ts: text("ts").ok_or_else(|| unreadable(&self.table, "ts"))?,
             started_at: time("started_at")?,
             expires_at: time("expires_at")?,
+            incident: text("incident"),
         }))
     }
 
     async fn remember(&self, key: &ThreadKey, thread: &Thread, now: DateTime<Utc>) -> Result<bool> {
-        let answer = self
-            .client
-            .put_item()
+        let mut put = self.client.put_item();
+        if let Some(incident) = &thread.incident {
+            put = put.item("incident", AttributeValue::S(incident.clone()));
+        }
+        let answer = put
             .table_name(&self.table)
             .item("thread_key", AttributeValue::S(key.as_str().to_owned()))
             .item("channel_id", AttributeValue::S(thread.channel_id.clone()))
