@@ -305,14 +305,21 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         deadline: Instant,
     ) -> Option<IncidentPlan> {
         let window = self.incident_window?;
-        if d.kind != ReportKind::Diagnosis
-            || !self.poster.web_api()
-            || !self.threads.enabled()
-            || !self.threads.incidents_enabled()
-        {
+        if !self.poster.web_api() || !self.threads.enabled() || !self.threads.incidents_enabled() {
             return None;
         }
         let key = IncidentKey::new(&culprit(d), &route.channel);
+        if d.kind == ReportKind::Resolution {
+            // A resolution whose alarm has no thread here (its report went
+            // elsewhere, or arrives after it): into the culprit's incident, if one is open.
+            return match self.threads.find_incident(&key).await {
+                Ok(Some(incident)) if incident.ts.is_some() => Some(IncidentPlan {
+                    key,
+                    joined: Some(incident),
+                }),
+                _ => None,
+            };
+        }
         let opening = self
             .threads
             .open_or_join(&key, &d.alarm.name, d.id.as_str(), now, window)
@@ -656,7 +663,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             });
         }
         let mut message = compose(d, route, placement);
-        if joined.is_some() {
+        if joined.is_some() && d.kind == ReportKind::Diagnosis {
             mark_also_firing(&mut message.payload, &d.alarm.name);
         }
         let posted = post_with_retries(&self.poster, &message, deadline, &self.retry).await?;
@@ -683,14 +690,21 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             if let Err(e) = self.threads.remember(&delivery, &record, now).await {
                 tracing::warn!(diagnosis_id = %d.id, error = %e, "could not remember the delivery");
             }
-            if let Some(plan) = &incident {
-                self.incident_posted(d, plan, &message, channel_id, ts, deadline)
-                    .await;
-            }
-            if let Some(key) = open.as_ref().and_then(|t| t.incident.as_deref())
-                && d.kind == ReportKind::Resolution
-            {
-                self.incident_resolved(d, key, now, deadline).await;
+            let resolved_in = open
+                .as_ref()
+                .and_then(|t| t.incident.clone())
+                .or_else(|| incident.as_ref().map(|p| p.key.as_str().to_owned()));
+            match (&incident, d.kind) {
+                (_, ReportKind::Resolution) => {
+                    if let Some(key) = resolved_in {
+                        self.incident_resolved(d, &key, now, deadline).await;
+                    }
+                }
+                (Some(plan), ReportKind::Diagnosis) => {
+                    self.incident_posted(d, plan, &message, channel_id, ts, deadline)
+                        .await;
+                }
+                (None, ReportKind::Diagnosis) => {}
             }
             if open.is_none() {
                 // The alarm's thread is the incident's when it joined one.
