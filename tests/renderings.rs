@@ -204,11 +204,15 @@ fn the_feedback_renderings_are_snapshotted() {
     use alarm_triage::feedback::accuracy::{Grouping, accuracy, render as render_accuracy};
     use alarm_triage::feedback::message::{detail_form, with_tally};
     use alarm_triage::feedback::{Answer, DiagnosisRecord, Judgement, SlackUserId};
-    use alarm_triage::notify::message::{FeedbackAddition, Placement, compose};
+    use alarm_triage::notify::message::{FirstMessageAdditions, Placement, compose};
     use alarm_triage::notify::route::Route;
 
     let d = fixture("alb-flapping-worker-ceiling");
-    let addition = FeedbackAddition {
+    let addition = FirstMessageAdditions {
+        buttons: true,
+        seen_before: Some(
+            "3rd time in 7 days; the same cause (per-process ceiling) each time".into(),
+        ),
         track_record: vec!["per-process ceiling: confirmed 7 of 8 times on this service".into()],
     };
     let message = compose(
@@ -216,7 +220,7 @@ fn the_feedback_renderings_are_snapshotted() {
         &Route::everything_to("#alerts"),
         Placement {
             web_api: true,
-            feedback: Some(&addition),
+            additions: Some(&addition),
             ..Placement::default()
         },
     );

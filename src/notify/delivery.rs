@@ -15,7 +15,7 @@ use super::answer::{Answer, advice};
 use super::incident::{
     Incident, IncidentKey, Opening, as_resolved, culprit, mark_also_firing, with_alarm_count,
 };
-use super::message::{FeedbackAddition, Placement, SlackMessage, compose, in_thread};
+use super::message::{FirstMessageAdditions, Placement, SlackMessage, compose, in_thread};
 use super::route::{Route, Routes};
 use super::thread::{Thread, ThreadKey, ThreadStore};
 use crate::diagnosis::{Diagnosis, ReportKind};
@@ -464,7 +464,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
     pub async fn notify_with(
         &self,
         d: &Diagnosis,
-        feedback: Option<&FeedbackAddition>,
+        additions: Option<&FirstMessageAdditions>,
         now: DateTime<Utc>,
         deadline: Instant,
     ) -> Result<Vec<Posted>> {
@@ -485,7 +485,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         let outcomes = futures_util::future::join_all(
             routes
                 .iter()
-                .map(|route| self.deliver(d, route, feedback, now, deadline, &files)),
+                .map(|route| self.deliver(d, route, additions, now, deadline, &files)),
         )
         .await;
         let mut posted = Vec::with_capacity(routes.len());
@@ -597,7 +597,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         &self,
         d: &Diagnosis,
         route: &Route,
-        feedback: Option<&FeedbackAddition>,
+        additions: Option<&FirstMessageAdditions>,
         now: DateTime<Utc>,
         deadline: Instant,
         files: &std::sync::OnceLock<Vec<Attachment>>,
@@ -641,7 +641,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
                 .as_ref()
                 .map(|t| t.channel_id.as_str())
                 .or(joined.and_then(|i| i.channel_id.as_deref())),
-            feedback,
+            additions,
         };
         // With a store, a retry of an event does not post again where it already landed.
         if let Ok(Some(earlier)) = earlier

@@ -37,13 +37,18 @@ pub struct Placement<'a> {
     pub thread_ts: Option<&'a str>,
     /// The channel ID the thread lives in (the Web API answers with IDs).
     pub thread_channel: Option<&'a str>,
-    /// Verdict buttons and the track record (Web API only).
-    pub feedback: Option<&'a FeedbackAddition>,
+    /// What the first message gains through the Web API: whether this was
+    /// seen before, the verdict buttons and the track record.
+    pub additions: Option<&'a FirstMessageAdditions>,
 }
 
-/// What the first message gains when feedback is on.
+/// What a diagnosis's first message gains beyond the report (Web API only).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FeedbackAddition {
+pub struct FirstMessageAdditions {
+    /// "4th time in 7 days; the same cause (per-process ceiling) each time".
+    pub seen_before: Option<String>,
+    /// Right / Wrong / Partly (feedback on).
+    pub buttons: bool,
     /// "per-process ceiling: confirmed 7 of 8 times on this service".
     pub track_record: Vec<String>,
 }
@@ -61,11 +66,12 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
     } else {
         crate::render::slack::render(d)
     };
-    if let Some(feedback) = placement
-        .feedback
+    // A resolution is judged by nobody and was seen with its alarm.
+    if let Some(additions) = placement
+        .additions
         .filter(|_| placement.web_api && asks_for_feedback(d))
     {
-        add_feedback(&mut payload, d, feedback);
+        add_to_first_message(&mut payload, d, additions);
     }
     if let Some(mention) = &mention {
         prefix_text(&mut payload["text"], mention, MAX_SECTION_TEXT);
@@ -115,13 +121,32 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
     }
 }
 
-/// The track record (when there is one) and the verdict buttons, at the end of the first message.
-fn add_feedback(payload: &mut Value, d: &Diagnosis, feedback: &FeedbackAddition) {
+/// "Seen before" under the verdict; the track record and the verdict
+/// buttons at the end of the first message.
+fn add_to_first_message(payload: &mut Value, d: &Diagnosis, additions: &FirstMessageAdditions) {
     let Some(blocks) = payload["blocks"].as_array_mut() else {
         return;
     };
-    if !feedback.track_record.is_empty() {
-        let line = format!("Track record: {}", feedback.track_record.join("; "));
+    if let Some(seen) = &additions.seen_before {
+        // After the header and the verdict section: read with the verdict.
+        let at = blocks
+            .iter()
+            .position(|b| b["type"] == "section")
+            .map_or(blocks.len(), |i| i + 1);
+        blocks.insert(
+            at,
+            json!({
+                "type": "context",
+                "block_id": "seen-before",
+                "elements": [{"type": "mrkdwn", "text": truncate(seen, MAX_SECTION_TEXT)}],
+            }),
+        );
+    }
+    if !additions.buttons {
+        return;
+    }
+    if !additions.track_record.is_empty() {
+        let line = format!("Track record: {}", additions.track_record.join("; "));
         blocks.push(json!({
             "type": "context",
             "block_id": "track-record",
@@ -209,14 +234,16 @@ mod tests {
 
     #[test]
     fn a_diagnosis_through_the_web_api_asks_for_a_verdict_and_a_resolution_does_not() {
-        let feedback = FeedbackAddition {
+        let feedback = FirstMessageAdditions {
+            buttons: true,
+            seen_before: None,
             track_record: vec![
                 "per-process ceiling: confirmed 7 of 8 times on this service".into(),
             ],
         };
         let placement = Placement {
             web_api: true,
-            feedback: Some(&feedback),
+            additions: Some(&feedback),
             ..Placement::default()
         };
         let d = diagnosis(
@@ -275,7 +302,7 @@ mod tests {
                 web_api: true,
                 thread_ts: Some("1700000000.000100"),
                 thread_channel: Some("C024BE91L"),
-                feedback: None,
+                additions: None,
             },
         );
         for body in [&m.payload, &m.fallback] {

@@ -11,6 +11,7 @@ pub mod delivery;
 pub mod incident;
 pub mod message;
 pub mod route;
+pub mod seen;
 pub mod thread;
 
 use serde_json::Value;

@@ -11,13 +11,17 @@ use alarm_triage::adapters::secrets::SecretReader;
 use alarm_triage::adapters::slack::SlackWebhook;
 use alarm_triage::config::NotifyConfig;
 use alarm_triage::diagnosis::Diagnosis;
+use alarm_triage::diagnosis::ReportKind;
 use alarm_triage::feedback::accuracy::track_record;
 use alarm_triage::feedback::{DiagnosisRecord, FeedbackStore, asks_for_feedback};
 use alarm_triage::invocation::remaining_time;
 use alarm_triage::notify::credentials::{DEFAULT_WEBHOOK, SlackCredentials};
+use alarm_triage::notify::delivery::Posted;
 use alarm_triage::notify::delivery::{Attachment, Notifier, RetryPolicy};
 use alarm_triage::notify::diagnoses_from_event;
-use alarm_triage::notify::message::FeedbackAddition;
+use alarm_triage::notify::incident::culprit;
+use alarm_triage::notify::message::FirstMessageAdditions;
+use alarm_triage::notify::seen::{self, SeenRecord, SeenStore};
 use alarm_triage::{Error, Result};
 use aws_config::SdkConfig;
 use lambda_runtime::{Diagnostic, LambdaEvent};
@@ -118,13 +122,33 @@ pub async fn handle(state: &State, event: LambdaEvent<Value>) -> Result<Value, D
         let outcome = match record {
             Ok(r) => {
                 let now = chrono::Utc::now();
-                let addition = match feedback {
-                    Some(store) => ask_for_feedback(store, &r.diagnosis, now).await,
-                    None => None,
+                let d = &r.diagnosis;
+                let seen = notifier.threads.as_ref();
+                let (buttons, seen_before) = tokio::join!(
+                    async {
+                        match feedback {
+                            Some(store) => ask_for_feedback(store, d, now).await,
+                            None => None,
+                        }
+                    },
+                    async {
+                        match seen {
+                            Some(store) => seen_before(store, d, now).await,
+                            None => None,
+                        }
+                    }
+                );
+                let additions = FirstMessageAdditions {
+                    seen_before,
+                    ..buttons.unwrap_or_default()
                 };
-                notifier
-                    .notify_with(&r.diagnosis, addition.as_ref(), now, deadline)
-                    .await
+                let outcome = notifier
+                    .notify_with(d, Some(&additions), now, deadline)
+                    .await;
+                if let (Some(store), Ok(deliveries)) = (seen, &outcome) {
+                    remember_seen(store, d, deliveries, now).await;
+                }
+                outcome
             }
             .map(|p| (r.diagnosis.id.to_string(), p))
             .map_err(|e| {
@@ -163,7 +187,7 @@ async fn ask_for_feedback(
     store: &DynamoDbFeedback,
     d: &Diagnosis,
     now: chrono::DateTime<chrono::Utc>,
-) -> Option<FeedbackAddition> {
+) -> Option<FirstMessageAdditions> {
     if !asks_for_feedback(d) {
         return None;
     }
@@ -190,7 +214,57 @@ async fn ask_for_feedback(
         }
         _ => Vec::new(),
     };
-    Some(FeedbackAddition { track_record })
+    Some(FirstMessageAdditions {
+        buttons: true,
+        track_record,
+        seen_before: None,
+    })
+}
+
+/// The "seen before" line: this alarm's and its culprit's records, read together.
+async fn seen_before(
+    store: &DynamoDbThreads,
+    d: &Diagnosis,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
+    if d.kind != ReportKind::Diagnosis {
+        return None;
+    }
+    let culprit = culprit(d);
+    let (alarm_key, culprit_key) = (seen::alarm_key(d), seen::culprit_key(&culprit));
+    let (alarm, about) = tokio::join!(store.history(&alarm_key), store.history(&culprit_key));
+    match (alarm, about) {
+        (Ok(alarm), Ok(about)) => Some(seen::seen_line(d, &alarm, &about, &culprit, now)),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::warn!(diagnosis_id = %d.id, error = %e, "could not read the seen-before records");
+            None
+        }
+    }
+}
+
+/// Leaves this diagnosis's record, with a link to where it was posted.
+async fn remember_seen(
+    store: &DynamoDbThreads,
+    d: &Diagnosis,
+    deliveries: &[Posted],
+    now: chrono::DateTime<chrono::Utc>,
+) {
+    if d.kind != ReportKind::Diagnosis {
+        return;
+    }
+    let mut record = SeenRecord::of(d, now);
+    if let Some(p) = deliveries.iter().find(|p| p.ts.is_some()) {
+        record.channel_id = p.channel_id.clone();
+        record.ts = p.thread_ts.clone().or_else(|| p.ts.clone());
+    }
+    let (alarm_key, culprit_key) = (seen::alarm_key(d), seen::culprit_key(&culprit(d)));
+    let (a, b) = tokio::join!(
+        store.append(&alarm_key, &record, now),
+        store.append(&culprit_key, &record, now)
+    );
+    if let Err(e) = a.and(b) {
+        tracing::warn!(diagnosis_id = %d.id, error = %e, "could not leave the seen-before record");
+    }
 }
 
 /// The answers a track record is counted over: the service's latest.

@@ -6,6 +6,7 @@
 
 pub mod feedback;
 mod incidents;
+mod seen;
 
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::types::AttributeValue;
