@@ -428,16 +428,24 @@ async fn world_3_pages_oncall_and_threads_the_resolution_under_it() {
             .map(|b| b["elements"][0]["text"].as_str().unwrap().to_owned())
     };
     let firsts = slack_requests(&world);
-    assert_eq!(seen_line(&firsts[0]).as_deref(), Some("First time in 90 days"));
+    assert_eq!(
+        seen_line(&firsts[0]).as_deref(),
+        Some("First time in 90 days")
+    );
 
     // It fires again: the report says it was seen before, and links the first.
     world.deliver_to(Some("ALARM"));
     let third = notified(&world, 3);
-    assert!(third[2]["function_error"].is_null(), "{}", world.log("notify-slack"));
+    assert!(
+        third[2]["function_error"].is_null(),
+        "{}",
+        world.log("notify-slack")
+    );
     let again = slack_requests(&world);
     let line = seen_line(again.last().unwrap()).expect("a seen-before line");
     assert!(
-        line.starts_with("2nd time in 7 days; the same cause (") && line.contains("earlier: <https://slack.com/archives/"),
+        line.starts_with("2nd time in 7 days; the same cause (")
+            && line.contains("earlier: <https://slack.com/archives/"),
         "{line}"
     );
     assert_no_secret_in_logs(&world);
