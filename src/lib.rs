@@ -13,8 +13,8 @@
 #[cfg(feature = "charts")]
 pub use alarm_triage_core::charts;
 pub use alarm_triage_core::{
-    alarm, changes, classify, diagnosis, findings, history, instants, intake, next_steps, render,
-    series, severity, triage,
+    alarm, changes, classify, diagnosis, digest, findings, history, instants, intake, next_steps,
+    render, series, severity, triage,
 };
 
 /// The core's evidence model, and the ports the adapters implement.
@@ -34,6 +34,7 @@ pub mod error;
 pub mod feedback;
 pub mod gathering;
 pub mod invocation;
+pub mod noise_survey;
 pub mod notify;
 pub mod pipeline;
 pub mod publish;

@@ -2,6 +2,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // tests fail loudly by design
 
+mod support;
+
 use std::process::{Command, Output};
 
 fn replay(args: &[&str]) -> Output {
@@ -241,4 +243,120 @@ fn charts_of_something_that_is_not_a_diagnosis_say_what_was_expected() {
         "{}",
         stderr(&out)
     );
+}
+
+/// `alarm-triage digest` against the local CloudWatch: alarms created
+/// through the SDK, 30 days of state changes loaded as CloudWatch would have
+/// recorded them, and the alarm's own datapoints; each noisy alarm lands
+/// under its kind of noise with a suggestion, the healthy one nowhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_digest_ranks_thirty_days_of_alarm_noise() {
+    use aws_sdk_cloudwatch::primitives::DateTime as SmithyTime;
+    use aws_sdk_cloudwatch::types::{ComparisonOperator, MetricDatum, Statistic};
+
+    let world = support::LocalWorld::up("alb-flapping-worker-ceiling");
+    let cloudwatch = aws_sdk_cloudwatch::Client::new(&world.sdk_config().await);
+    for (name, metric, threshold) in [
+        ("digest-flapping", "Latency", 1.0),
+        ("digest-stuck", "QueueDepth", 100.0),
+        ("digest-normal-range", "Errors", 5.0),
+        ("digest-never-fires", "Quiet", 1.0),
+        ("digest-healthy", "Saturation", 0.9),
+    ] {
+        cloudwatch
+            .put_metric_alarm()
+            .alarm_name(name)
+            .namespace("Local/Digest")
+            .metric_name(metric)
+            .statistic(Statistic::Average)
+            .period(60)
+            .evaluation_periods(1)
+            .threshold(threshold)
+            .comparison_operator(ComparisonOperator::GreaterThanThreshold)
+            .send()
+            .await
+            .unwrap();
+    }
+    let now = chrono::Utc::now();
+    let at = |minutes_ago: i64| (now - chrono::Duration::minutes(minutes_ago)).to_rfc3339();
+    let trip = |start: i64, lasted: i64| {
+        vec![
+            serde_json::json!({"timestamp": at(start), "old_state": "OK", "new_state": "ALARM"}),
+            serde_json::json!({"timestamp": at(start - lasted), "old_state": "ALARM", "new_state": "OK"}),
+        ]
+    };
+    // Three 3-minute trips a day for 29 days; one trip 20 days ago that never cleared; one long trip.
+    let flapping: Vec<_> = (1..30)
+        .flat_map(|day| (0..3).flat_map(move |k| trip(day * 1440 - k * 300, 3)))
+        .collect();
+    let stuck = vec![
+        serde_json::json!({"timestamp": at(20 * 1440), "old_state": "OK", "new_state": "ALARM"}),
+    ];
+    let healthy = trip(5 * 1440, 90);
+    for (name, items) in [
+        ("digest-flapping", flapping),
+        ("digest-stuck", stuck),
+        ("digest-healthy", healthy),
+    ] {
+        let body = serde_json::json!({
+            "account": world.facts["account"], "region": world.region(),
+            "alarm_name": name, "items": items,
+        });
+        let answer = support::http(
+            world.endpoint(),
+            "POST",
+            "/_alarm_triage/alarm-history",
+            &body.to_string(),
+        );
+        assert!(answer.contains(" 200 "), "{answer}");
+    }
+    // The errors sit at 10 for the last three hours: past the threshold of 5.
+    let data: Vec<MetricDatum> = (0..180)
+        .map(|i| {
+            MetricDatum::builder()
+                .metric_name("Errors")
+                .value(10.0)
+                .timestamp(SmithyTime::from_secs(
+                    (now - chrono::Duration::minutes(i)).timestamp(),
+                ))
+                .build()
+        })
+        .collect();
+    cloudwatch
+        .put_metric_data()
+        .namespace("Local/Digest")
+        .set_metric_data(Some(data))
+        .send()
+        .await
+        .unwrap();
+
+    let out = Command::new(env!("CARGO_BIN_EXE_alarm-triage"))
+        .args(["digest", "--since", "30d", "--prefix", "digest-"])
+        .envs(&world.env)
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(out.status.success(), "{text}\n{}", stderr(&out));
+    println!("{text}");
+    let position = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle:?} is not in the digest:\n{text}"))
+    };
+    let flapping = position("digest-flapping: 87 trips into ALARM, 87 cleared within minutes");
+    let stuck = position("digest-stuck: in ALARM 67 % of the time");
+    let normal = position(
+        "digest-normal-range: the metric's p95 over the span is 10 against a threshold of 5",
+    );
+    let never = position("digest-never-fires: no trip into ALARM in 30 days");
+    assert!(
+        flapping < stuck && stuck < normal && normal < never,
+        "ranked:\n{text}"
+    );
+    assert!(text.contains("(5 alarms read)"), "{text}");
+    assert!(
+        !text.contains("digest-healthy"),
+        "a healthy alarm is not noise:\n{text}"
+    );
+    assert!(text.contains("DatapointsToAlarm 2 of 3"), "{text}");
 }

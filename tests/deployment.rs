@@ -353,7 +353,10 @@ fn a_thread_table_write_widened_to_every_table_is_caught() {
     let problems = policy_problems(&template_json(&path));
     assert_eq!(
         problems,
-        vec!["NotifySlackFunction: dynamodb:PutItem on every resource".to_owned()]
+        vec![
+            "NotifySlackFunction: dynamodb:PutItem on every resource".to_owned(),
+            "NotifySlackFunction: dynamodb:UpdateItem on every resource".to_owned()
+        ]
     );
 }
 

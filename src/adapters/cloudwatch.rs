@@ -156,33 +156,7 @@ impl AlarmSource for CloudWatchSource {
             .await
             .map_err(|e| sdk_failure(source::ALARM_DEFINITION, "cloudwatch:DescribeAlarms", &e))?;
         if let Some(a) = out.metric_alarms().first() {
-            return Ok(Some(AlarmDefinition {
-                name: alarm_name.to_owned(),
-                composite: false,
-                state: a.state_value().and_then(|s| AlarmState::parse(s.as_str())),
-                namespace: a.namespace().map(str::to_owned),
-                metric_name: a.metric_name().map(str::to_owned),
-                dimensions: a
-                    .dimensions()
-                    .iter()
-                    .filter_map(|d| {
-                        Some(AlarmDimension {
-                            name: d.name()?.to_owned(),
-                            value: d.value()?.to_owned(),
-                        })
-                    })
-                    .collect(),
-                statistic: a
-                    .extended_statistic()
-                    .map(str::to_owned)
-                    .or_else(|| a.statistic().map(|s| normalise_statistic(s.as_str()))),
-                period_seconds: a.period().and_then(|p| u32::try_from(p).ok()),
-                evaluation_periods: a.evaluation_periods().and_then(|p| u32::try_from(p).ok()),
-                datapoints_to_alarm: a.datapoints_to_alarm().and_then(|p| u32::try_from(p).ok()),
-                threshold: a.threshold(),
-                comparison: a.comparison_operator().map(|c| c.as_str().to_owned()),
-                actions_enabled: a.actions_enabled(),
-            }));
+            return Ok(Some(metric_alarm_definition(alarm_name, a)));
         }
         Ok(out.composite_alarms().first().map(|a| AlarmDefinition {
             name: alarm_name.to_owned(),
@@ -199,6 +173,82 @@ impl AlarmSource for CloudWatchSource {
             comparison: None,
             actions_enabled: a.actions_enabled(),
         }))
+    }
+}
+
+/// A metric alarm as the core's [`AlarmDefinition`].
+fn metric_alarm_definition(
+    alarm_name: &str,
+    a: &aws_sdk_cloudwatch::types::MetricAlarm,
+) -> AlarmDefinition {
+    AlarmDefinition {
+        name: alarm_name.to_owned(),
+        composite: false,
+        state: a.state_value().and_then(|s| AlarmState::parse(s.as_str())),
+        namespace: a.namespace().map(str::to_owned),
+        metric_name: a.metric_name().map(str::to_owned),
+        dimensions: a
+            .dimensions()
+            .iter()
+            .filter_map(|d| {
+                Some(AlarmDimension {
+                    name: d.name()?.to_owned(),
+                    value: d.value()?.to_owned(),
+                })
+            })
+            .collect(),
+        statistic: a
+            .extended_statistic()
+            .map(str::to_owned)
+            .or_else(|| a.statistic().map(|s| normalise_statistic(s.as_str()))),
+        period_seconds: a.period().and_then(|p| u32::try_from(p).ok()),
+        evaluation_periods: a.evaluation_periods().and_then(|p| u32::try_from(p).ok()),
+        datapoints_to_alarm: a.datapoints_to_alarm().and_then(|p| u32::try_from(p).ok()),
+        threshold: a.threshold(),
+        comparison: a.comparison_operator().map(|c| c.as_str().to_owned()),
+        actions_enabled: a.actions_enabled(),
+    }
+}
+
+/// A metric alarm found by [`CloudWatchSource::list_metric_alarms`].
+#[derive(Debug, Clone)]
+pub struct ListedAlarm {
+    pub arn: Option<String>,
+    pub definition: AlarmDefinition,
+}
+
+/// Pages of 100 alarms read at most by one listing.
+const MAX_ALARM_PAGES: usize = 20;
+
+impl CloudWatchSource {
+    /// The account's metric alarms (whose names start with `prefix`), at most 2,000.
+    pub async fn list_metric_alarms(&self, prefix: Option<&str>) -> Result<Vec<ListedAlarm>> {
+        use aws_sdk_cloudwatch::types::AlarmType;
+        let mut pages = self
+            .client
+            .describe_alarms()
+            .set_alarm_name_prefix(prefix.map(str::to_owned))
+            .alarm_types(AlarmType::MetricAlarm)
+            .max_records(100)
+            .into_paginator()
+            .send();
+        let mut listed = Vec::new();
+        for _ in 0..MAX_ALARM_PAGES {
+            let Some(page) = pages.next().await else {
+                break;
+            };
+            let page = page.map_err(|e| {
+                sdk_failure(source::ALARM_DEFINITION, "cloudwatch:DescribeAlarms", &e)
+            })?;
+            for a in page.metric_alarms() {
+                let Some(name) = a.alarm_name() else { continue };
+                listed.push(ListedAlarm {
+                    arn: a.alarm_arn().map(str::to_owned),
+                    definition: metric_alarm_definition(name, a),
+                });
+            }
+        }
+        Ok(listed)
     }
 }
 

@@ -74,6 +74,20 @@ enum Command {
         #[arg(long, value_enum, default_value_t = By::Finding)]
         by: By,
     },
+    /// Ranks the alarms that cost attention without telling anything: flapping,
+    /// stuck in ALARM, thresholds inside the normal range, firing with no
+    /// supported cause, never firing; each with a suggestion (read-only).
+    Digest {
+        /// How far back: 7d, 30d, 12h.
+        #[arg(long, default_value = "7d", value_parser = parse_span)]
+        since: chrono::Duration,
+        /// Only alarms whose names start with this.
+        #[arg(long)]
+        prefix: Option<String>,
+        /// The Slack thread table, for diagnoses that named no cause (optional).
+        #[arg(long, env = "SLACK_THREAD_TABLE")]
+        thread_table: Option<String>,
+    },
     /// Draws the charts of a saved diagnosis (the JSON a replay or the diagnosis queue holds) as PNG files.
     Charts {
         /// A diagnosis (schema alarm-triage/diagnosis/v1), as JSON.
@@ -129,6 +143,11 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             out_dir,
         } => return draw_charts(&diagnosis_file, &out_dir),
         Command::Accuracy { table, since, by } => return accuracy(table, since, by).await,
+        Command::Digest {
+            since,
+            prefix,
+            thread_table,
+        } => return digest(since, prefix, thread_table).await,
         Command::Replay {
             event_file,
             offline,
@@ -159,6 +178,37 @@ async fn accuracy(table: String, since: chrono::Duration, by: By) -> anyhow::Res
         By::Service => Grouping::Service,
     };
     print!("{}", render(&accuracy(&records, &answers, from, grouping)));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `digest`: reads every metric alarm's span and prints the ranked noise.
+async fn digest(
+    since: chrono::Duration,
+    prefix: Option<String>,
+    thread_table: Option<String>,
+) -> anyhow::Result<ExitCode> {
+    use alarm_triage::adapters::cloudwatch::CloudWatchSource;
+    use alarm_triage::adapters::dynamodb::DynamoDbThreads;
+    let aws = with_call_limits(aws_config::from_env(), std::time::Duration::from_secs(20))
+        .load()
+        .await;
+    let cloudwatch = CloudWatchSource::new(aws_sdk_cloudwatch::Client::new(&aws));
+    let threads = thread_table.map(|t| DynamoDbThreads::new(&aws, t));
+    let now = chrono::Utc::now();
+    let from = now - since;
+    let alarms = alarm_triage::noise_survey::survey(
+        &cloudwatch,
+        threads.as_ref(),
+        prefix.as_deref(),
+        from,
+        now,
+    )
+    .await?;
+    let entries = alarm_triage::digest::digest(&alarms, from, now);
+    print!(
+        "{}",
+        alarm_triage::digest::render(&entries, alarms.len(), from, now)
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -12,6 +12,7 @@ pub mod changes;
 pub mod charts;
 pub mod classify;
 pub mod diagnosis;
+pub mod digest;
 pub mod error;
 pub mod evidence;
 pub mod feedback;
