@@ -150,36 +150,6 @@ pub trait IncidentStore: Send + Sync {
     ) -> impl Future<Output = Result<Option<Incident>>> + Send;
 }
 
-/// Without a store there are no incidents: every alarm keeps its own thread.
-impl IncidentStore for super::thread::NoThreads {
-    fn incidents_enabled(&self) -> bool {
-        false
-    }
-
-    async fn open_or_join(
-        &self,
-        _: &IncidentKey,
-        _: &str,
-        _: &str,
-        _: DateTime<Utc>,
-        _: Duration,
-    ) -> Result<Opening> {
-        Ok(Opening::Opened)
-    }
-
-    async fn posted(&self, _: &IncidentKey, _: &str, _: &str, _: &Value) -> Result<()> {
-        Ok(())
-    }
-
-    async fn find_incident(&self, _: &IncidentKey) -> Result<Option<Incident>> {
-        Ok(None)
-    }
-
-    async fn resolved(&self, _: &IncidentKey, _: &str) -> Result<Option<Incident>> {
-        Ok(None)
-    }
-}
-
 impl<T: IncidentStore> IncidentStore for Option<T> {
     fn incidents_enabled(&self) -> bool {
         self.as_ref().is_some_and(IncidentStore::incidents_enabled)

@@ -8,6 +8,9 @@ use std::future::Future;
 
 use chrono::{DateTime, Duration, Utc};
 
+use serde_json::Value;
+
+use super::incident::{Incident, IncidentKey, IncidentStore, Opening};
 use crate::error::Result;
 
 /// Alarm (ARN, or name without one) and channel.
@@ -55,7 +58,7 @@ impl Thread {
     }
 
     /// The same thread, as part of the incident `key`.
-    pub fn in_incident(self, key: Option<&super::incident::IncidentKey>) -> Self {
+    pub fn in_incident(self, key: Option<&IncidentKey>) -> Self {
         Thread {
             incident: key.map(|k| k.as_str().to_owned()),
             ..self
@@ -69,7 +72,7 @@ impl Thread {
 }
 
 /// Port: where threads are remembered (and, in the same store, incidents).
-pub trait ThreadStore: super::incident::IncidentStore + Send + Sync {
+pub trait ThreadStore: IncidentStore + Send + Sync {
     /// Whether threads are remembered at all.
     fn enabled(&self) -> bool {
         true
@@ -103,6 +106,36 @@ impl ThreadStore for NoThreads {
 
     async fn remember(&self, _: &ThreadKey, _: &Thread, _: DateTime<Utc>) -> Result<bool> {
         Ok(false)
+    }
+}
+
+/// Without a store there are no incidents: every alarm keeps its own thread.
+impl IncidentStore for NoThreads {
+    fn incidents_enabled(&self) -> bool {
+        false
+    }
+
+    async fn open_or_join(
+        &self,
+        _: &IncidentKey,
+        _: &str,
+        _: &str,
+        _: DateTime<Utc>,
+        _: Duration,
+    ) -> Result<Opening> {
+        Ok(Opening::Opened)
+    }
+
+    async fn posted(&self, _: &IncidentKey, _: &str, _: &str, _: &Value) -> Result<()> {
+        Ok(())
+    }
+
+    async fn find_incident(&self, _: &IncidentKey) -> Result<Option<Incident>> {
+        Ok(None)
+    }
+
+    async fn resolved(&self, _: &IncidentKey, _: &str) -> Result<Option<Incident>> {
+        Ok(None)
     }
 }
 
