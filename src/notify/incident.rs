@@ -305,17 +305,26 @@ mod tests {
 
     #[test]
     fn the_culprit_is_the_service_before_the_group_before_the_load_balancer() {
-        let d = alarm_triage_core::fixtures::sample();
-        let expected = d
-            .culprit_service()
-            .map(|s| format!("service:{s}"))
-            .unwrap_or_else(|| culprit(&d));
-        assert_eq!(culprit(&d), expected);
-        let mut no_groups = d.clone();
-        no_groups.target_groups.clear();
+        let mut d: Diagnosis = serde_json::from_str(include_str!(
+            "../../tests/fixtures/diagnosis-alb-flapping-worker-ceiling.json"
+        ))
+        .unwrap();
+        assert_eq!(culprit(&d), "service:shop/checkout");
+        for group in &mut d.target_groups {
+            group.kubernetes_service = None;
+        }
+        assert_eq!(culprit(&d), "target-group:k8s-shop-checkout-8a1f2c3d4e");
+        d.target_groups.clear();
         assert!(
-            culprit(&no_groups).starts_with("load-balancer:")
-                || culprit(&no_groups).starts_with("alarm:")
+            culprit(&d).starts_with("load-balancer:app/"),
+            "{}",
+            culprit(&d)
+        );
+        d.alarm.watched = None;
+        assert!(
+            culprit(&d).starts_with("alarm:arn:aws:cloudwatch:"),
+            "{}",
+            culprit(&d)
         );
     }
 
