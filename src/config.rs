@@ -24,6 +24,51 @@ pub struct Config {
     /// `TRANSITIONS_TABLE`: the DynamoDB table that makes each transition
     /// published once when SNS and EventBridge both deliver it.
     pub transitions_table: Option<String>,
+    /// `HOLD_TRANSIENT_SECONDS` and `HOLD_QUEUE_URL`: likely transients wait this long before they are published.
+    pub hold: Option<HoldSettings>,
+    /// `EMAIL_INCIDENT_TABLE` and `INCIDENT_WINDOW_MINUTES`: one email per incident per window.
+    pub email_incidents: Option<EmailIncidentSettings>,
+}
+
+/// Holding likely transients: a delay queue the function reads back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HoldSettings {
+    pub seconds: u32,
+    pub queue_url: String,
+}
+
+/// Grouping emails by incident.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmailIncidentSettings {
+    pub table: String,
+    pub window: chrono::Duration,
+}
+
+fn hold(lookup: &impl Fn(&str) -> Option<String>) -> Result<Option<HoldSettings>> {
+    let max = alarm_triage_core::diagnosis::hold::MAX_HOLD_SECONDS;
+    let seconds = parse(lookup, "HOLD_TRANSIENT_SECONDS", 0u32, 0, max)?;
+    if seconds == 0 {
+        return Ok(None);
+    }
+    let queue_url = non_empty(lookup, "HOLD_QUEUE_URL").ok_or_else(|| Error::Config {
+        variable: "HOLD_QUEUE_URL",
+        problem: format!(
+            "is not set, but HOLD_TRANSIENT_SECONDS is {seconds}: set it to the hold queue's URL (the template's HoldQueue), or set HOLD_TRANSIENT_SECONDS=0"
+        ),
+    })?;
+    Ok(Some(HoldSettings { seconds, queue_url }))
+}
+
+fn email_incidents(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<Option<EmailIncidentSettings>> {
+    let minutes = parse(lookup, "INCIDENT_WINDOW_MINUTES", 30i64, 0, 24 * 60)?;
+    Ok(non_empty(lookup, "EMAIL_INCIDENT_TABLE")
+        .filter(|_| minutes > 0)
+        .map(|table| EmailIncidentSettings {
+            table,
+            window: chrono::Duration::minutes(minutes),
+        }))
 }
 
 /// One bot for many accounts: the function's own account, and the role it
@@ -167,6 +212,8 @@ impl Config {
             diagnosis_queue_url: non_empty(&lookup, "DIAGNOSIS_QUEUE_URL"),
             organisation: organisation(&lookup)?,
             transitions_table: non_empty(&lookup, "TRANSITIONS_TABLE"),
+            hold: hold(&lookup)?,
+            email_incidents: email_incidents(&lookup)?,
             cluster: ClusterSettings {
                 cluster_name: non_empty(&lookup, "EKS_CLUSTER_NAME"),
                 kubeconfig: non_empty(&lookup, "KUBECONFIG").map(std::path::PathBuf::from),
@@ -265,6 +312,9 @@ pub struct NotifyConfig {
     pub thread_table: Option<String>,
     /// `FEEDBACK_TABLE`: record diagnoses and put verdict buttons on them (bot token only).
     pub feedback_table: Option<String>,
+    /// `HOLD_TRANSIENT_SECONDS` (as the diagnose function has it): a resolution
+    /// of an alarm shorter than the hold only replies where a thread exists.
+    pub hold_transient_seconds: u32,
     /// `INCIDENT_WINDOW_MINUTES` (default 30, 0 turns incidents off): alarms
     /// about one culprit within it share one thread (bot token and thread table).
     pub incident_window: Option<chrono::Duration>,
@@ -303,6 +353,13 @@ impl NotifyConfig {
             default_channel,
             thread_table: non_empty(&lookup, "SLACK_THREAD_TABLE"),
             feedback_table: non_empty(&lookup, "FEEDBACK_TABLE"),
+            hold_transient_seconds: parse(
+                &lookup,
+                "HOLD_TRANSIENT_SECONDS",
+                0u32,
+                0,
+                alarm_triage_core::diagnosis::hold::MAX_HOLD_SECONDS,
+            )?,
             incident_window: match parse(&lookup, "INCIDENT_WINDOW_MINUTES", 30i64, 0, 24 * 60)? {
                 0 => None,
                 minutes => Some(chrono::Duration::minutes(minutes)),

@@ -54,6 +54,11 @@ pub enum Error {
     #[error("SNS message {message_id} is not an alarm-triage diagnosis: {problem}")]
     NotADiagnosis { message_id: String, problem: String },
 
+    /// A message on the hold queue that is not a held report; it fails its
+    /// batch item, so that SQS keeps it and moves it to the dead-letter queue.
+    #[error("SQS message {message_id} on the hold queue is not a held report: {problem}")]
+    NotAHeldReport { message_id: String, problem: String },
+
     /// A required configuration variable is missing or invalid.
     #[error("configuration variable {variable}: {problem}")]
     Config {
@@ -91,6 +96,7 @@ impl Error {
             Error::SlackUnavailable { .. } => "slack_unavailable",
             Error::Secret { .. } => "slack_secret",
             Error::NotADiagnosis { .. } => "not_a_diagnosis",
+            Error::NotAHeldReport { .. } => "not_a_held_report",
             Error::Config { .. } => "config",
         }
     }

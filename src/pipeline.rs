@@ -15,6 +15,7 @@ use crate::diagnosis::AlarmFacts;
 use crate::evidence::{Budget, Collection, EvidenceSources};
 use crate::gathering::gather;
 use crate::intake::{self, Delivery, Response};
+use crate::publish::hold::{HeldReport, released};
 use crate::publish::{DiagnosisPublisher, prepare};
 use crate::triage::assemble;
 
@@ -214,13 +215,18 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
             headline = %diagnosis.headline,
             "alarm triaged"
         );
+        self.publish(diagnosis, publish_until).await
+    }
+
+    /// Publishes a diagnosis (when there is anywhere to publish to) by `until`.
+    async fn publish(&self, diagnosis: Diagnosis, until: Instant) -> Outcome {
         let published = if self.publisher.enabled() {
             match prepare(&diagnosis) {
                 Ok(outgoing) => {
                     if outgoing.shortened {
                         tracing::warn!(diagnosis_id = %diagnosis.id, "diagnosis shortened to fit the message limit");
                     }
-                    publish_within(&self.publisher, &outgoing, publish_until).await
+                    publish_within(&self.publisher, &outgoing, until).await
                 }
                 Err(e) => Err(e),
             }
@@ -246,6 +252,46 @@ impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
                 }
             }
         }
+    }
+}
+
+impl<S: EvidenceSources, P: DiagnosisPublisher> Triage<S, P> {
+    /// A held diagnosis back from the hold queue: reads the alarm's state
+    /// (in its own account) and publishes what the hold showed.
+    pub async fn release(&self, held: HeldReport, now: DateTime<Utc>, budget: Budget) -> Outcome {
+        let publish_until = Instant::now() + budget.overall + budget.publish;
+        let alarm = held.diagnosis.alarm.clone();
+        let elsewhere = self.scoped(&alarm).await;
+        let state = match elsewhere.as_ref().unwrap_or(&self.collection) {
+            Collection::Live(sources) => {
+                match tokio::time::timeout(budget.per_source, sources.definition(&alarm.name)).await
+                {
+                    Ok(answer) => answer,
+                    Err(_) => Err(crate::publish::failure(
+                        "cloudwatch",
+                        format!(
+                            "DescribeAlarms gave no answer within {} ms",
+                            budget.per_source.as_millis()
+                        ),
+                    )),
+                }
+            }
+            Collection::Unreachable(reason) => {
+                Err(crate::publish::failure("cloudwatch", reason.clone()))
+            }
+            _ => Err(crate::publish::failure(
+                "cloudwatch",
+                "this run reads no live sources".to_owned(),
+            )),
+        };
+        let diagnosis = released(held, state, now);
+        tracing::info!(
+            alarm_name = %diagnosis.alarm.name,
+            diagnosis_id = %diagnosis.id,
+            hold = ?diagnosis.hold,
+            "held diagnosis released"
+        );
+        self.publish(diagnosis, publish_until).await
     }
 }
 

@@ -5,8 +5,10 @@
 //! subscribers receive) is the JSON diagnosis, `email` the plain-text report.
 //! Message attributes carry what subscription filter policies select on.
 
+pub mod email;
 #[cfg(any(test, feature = "test-util"))]
 pub mod fake;
+pub mod hold;
 pub mod once;
 
 use std::future::Future;
@@ -36,6 +38,8 @@ pub struct Outgoing {
     pub attributes: Vec<(String, String)>,
     /// Whether the diagnosis had to be shortened to fit.
     pub shortened: bool,
+    /// The diagnosis as sent, for the publishers that decide on it (holding, email grouping).
+    pub report: std::sync::Arc<Diagnosis>,
 }
 
 impl Outgoing {
@@ -112,6 +116,17 @@ fn build(d: &Diagnosis, shortened: bool) -> Result<Outgoing> {
         ),
         ("severity".to_owned(), d.severity.as_str().to_owned()),
         ("kind".to_owned(), format!("{:?}", d.kind).to_lowercase()),
+        // Email subscriptions filter on it: a held report that cleared is never emailed,
+        // and the email grouping turns repeats to `skip`.
+        (
+            "email".to_owned(),
+            if d.hold.as_ref().is_some_and(|h| h.cleared()) {
+                email::SKIP
+            } else {
+                email::SEND
+            }
+            .to_owned(),
+        ),
     ];
     if let Some(namespace) = d.alarm.namespace() {
         attributes.push(("namespace".to_owned(), namespace.to_owned()));
@@ -133,12 +148,21 @@ fn build(d: &Diagnosis, shortened: bool) -> Result<Outgoing> {
         text: render::text::render(d),
         attributes,
         shortened,
+        report: std::sync::Arc::new(d.clone()),
     })
 }
 
 /// `[flapping] alarm name`, ASCII only, one line, at most 100 characters.
 pub fn subject(d: &Diagnosis) -> String {
-    let raw = format!("[{}] {}", d.classification.behaviour.as_str(), d.alarm.name);
+    ascii_subject(&format!(
+        "[{}] {}",
+        d.classification.behaviour.as_str(),
+        d.alarm.name
+    ))
+}
+
+/// SNS's email subject rule: ASCII only, one line, at most 100 characters.
+pub fn ascii_subject(raw: &str) -> String {
     let ascii: String = raw
         .chars()
         .map(|c| {

@@ -342,6 +342,7 @@ impl Matrix {
             },
             attachments: alarm_triage::notify::delivery::no_attachments,
             incident_window: None,
+            hold_seconds: 0,
         };
         let started = Instant::now();
         let deadline = tokio::time::Instant::now() + GATHER + PUBLISH;

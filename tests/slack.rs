@@ -58,6 +58,7 @@ fn notifier(
         },
         attachments: alarm_triage::notify::delivery::no_attachments,
         incident_window: None,
+        hold_seconds: 0,
     }
 }
 
@@ -200,6 +201,7 @@ async fn charts_are_uploaded_into_the_first_messages_thread_as_slack_validates_t
     let n = Notifier {
         attachments: charts,
         incident_window: None,
+        hold_seconds: 0,
         ..notifier(&slack, token)
     };
     let posted = n
@@ -399,6 +401,7 @@ async fn an_unreachable_slack_is_retryable_and_says_it_could_not_connect() {
         retry: RetryPolicy::default(),
         attachments: alarm_triage::notify::delivery::no_attachments,
         incident_window: None,
+        hold_seconds: 0,
     };
     let e = n
         .notify(

@@ -247,6 +247,51 @@ impl crate::evidence::AccountScoped for AwsSources {
     }
 }
 
+/// How the diagnose function publishes: likely transients held first, then
+/// each transition once, emails grouped by incident, and the destinations.
+pub type Publishing = crate::publish::hold::HoldTransients<
+    crate::publish::once::OncePerTransition<
+        crate::publish::email::EmailByIncident<Destinations, dynamodb::DynamoDbThreads>,
+        dynamodb::DynamoDbTransitions,
+    >,
+    sqs::SqsHoldQueue,
+>;
+
+/// The publishing chain the configuration asks for.
+pub fn publishing(aws: &aws_config::SdkConfig, config: &crate::config::Config) -> Publishing {
+    let hold_seconds = config.hold.as_ref().map_or(0, |h| h.seconds);
+    let email = crate::publish::email::EmailByIncident {
+        inner: Destinations::new(
+            aws,
+            config.diagnosis_topic_arn.clone(),
+            config.diagnosis_queue_url.clone(),
+        ),
+        incidents: config
+            .email_incidents
+            .as_ref()
+            .map(|e| dynamodb::DynamoDbThreads::new(aws, e.table.clone())),
+        window: config
+            .email_incidents
+            .as_ref()
+            .map_or(chrono::Duration::minutes(30), |e| e.window),
+        hold_seconds,
+    };
+    crate::publish::hold::HoldTransients {
+        inner: crate::publish::once::OncePerTransition {
+            inner: email,
+            ledger: config
+                .transitions_table
+                .clone()
+                .map(|table| dynamodb::DynamoDbTransitions::new(aws, table)),
+        },
+        queue: config
+            .hold
+            .as_ref()
+            .map(|h| sqs::SqsHoldQueue::new(aws_sdk_sqs::Client::new(aws), h.queue_url.clone())),
+        seconds: hold_seconds,
+    }
+}
+
 /// The diagnosis destinations: the SNS topic and/or the SQS queue.
 #[derive(Debug, Clone, Default)]
 pub struct Destinations {

@@ -51,3 +51,41 @@ impl SqsPublisher {
         Ok(answer.message_id().unwrap_or_default().to_owned())
     }
 }
+
+/// The hold queue: held diagnoses come back to the function after a delay.
+#[derive(Debug, Clone)]
+pub struct SqsHoldQueue {
+    client: aws_sdk_sqs::Client,
+    queue_url: String,
+}
+
+impl SqsHoldQueue {
+    pub fn new(client: aws_sdk_sqs::Client, queue_url: String) -> Self {
+        SqsHoldQueue { client, queue_url }
+    }
+}
+
+impl crate::publish::hold::HoldQueue for SqsHoldQueue {
+    async fn hold(&self, body: String, delay_seconds: u32) -> Result<String> {
+        let delay = i32::try_from(delay_seconds.min(900)).unwrap_or(900);
+        let answer = self
+            .client
+            .send_message()
+            .queue_url(&self.queue_url)
+            .message_body(body)
+            .delay_seconds(delay)
+            .send()
+            .await
+            .map_err(|e| {
+                failure(
+                    "the hold queue",
+                    format!(
+                        "send to {} failed: {}",
+                        self.queue_url,
+                        DisplayErrorContext(&e)
+                    ),
+                )
+            })?;
+        Ok(answer.message_id().unwrap_or_default().to_owned())
+    }
+}

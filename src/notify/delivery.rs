@@ -13,11 +13,12 @@ use tokio::time::Instant;
 
 use super::answer::{Answer, advice};
 use super::incident::{
-    Incident, IncidentKey, Opening, as_resolved, culprit, mark_also_firing, with_alarm_count,
+    Incident, IncidentKey, Opening, as_resolved, mark_also_firing, with_alarm_count,
 };
-use super::message::{FirstMessageAdditions, Placement, SlackMessage, compose, in_thread};
+use super::message::{FirstMessageAdditions, Placement, SlackMessage, compose, in_thread, quiet};
 use super::route::{Route, Routes};
 use super::thread::{Thread, ThreadKey, ThreadStore};
+use crate::diagnosis::hold::ends_a_possibly_held_alarm;
 use crate::diagnosis::{Diagnosis, ReportKind};
 use crate::error::{Error, Result};
 
@@ -280,6 +281,10 @@ pub struct Notifier<P, T> {
     /// `INCIDENT_WINDOW_MINUTES`: alarms about one culprit within this window
     /// share one thread (bot token and thread table only); `None` is off.
     pub incident_window: Option<chrono::Duration>,
+    /// `HOLD_TRANSIENT_SECONDS`: a resolution of an alarm shorter than this
+    /// only goes where a thread about the alarm is open (its firing may have
+    /// been held and said in one quiet line).
+    pub hold_seconds: u32,
 }
 
 /// How a diagnosis takes part in its culprit's incident.
@@ -308,7 +313,7 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         if !self.poster.web_api() || !self.threads.enabled() || !self.threads.incidents_enabled() {
             return None;
         }
-        let key = IncidentKey::new(&culprit(d), &route.channel);
+        let key = IncidentKey::new(&d.culprit(), &route.channel);
         if d.kind == ReportKind::Resolution {
             // A resolution whose alarm has no thread here (its report went
             // elsewhere, or arrives after it): into the culprit's incident, if one is open.
@@ -469,6 +474,9 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
         deadline: Instant,
     ) -> Result<Vec<Posted>> {
         let mut routes: Vec<Route> = self.routes.select(d).into_iter().cloned().collect();
+        if ends_a_possibly_held_alarm(d, self.hold_seconds) {
+            routes = self.where_threads_are_open(d, routes, now).await;
+        }
         routes.extend(self.open_threads_elsewhere(d, &routes, now).await);
         if routes.is_empty() {
             tracing::info!(
@@ -521,6 +529,45 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
             Some(e) => Err(e),
             None => Ok(posted),
         }
+    }
+
+    /// The routes whose channel has an open thread about the alarm, or an
+    /// open incident about its culprit. Without a thread store nothing can
+    /// be known, and every route stays.
+    async fn where_threads_are_open(
+        &self,
+        d: &Diagnosis,
+        routes: Vec<Route>,
+        now: DateTime<Utc>,
+    ) -> Vec<Route> {
+        if !self.poster.web_api() || !self.threads.enabled() {
+            return routes;
+        }
+        let alarm = d
+            .alarm
+            .arn
+            .as_ref()
+            .map_or_else(|| d.alarm.name.clone(), ToString::to_string);
+        let culprit = d.culprit();
+        let mut kept = Vec::with_capacity(routes.len());
+        for route in routes {
+            let thread = self
+                .threads
+                .find(&ThreadKey::new(&alarm, &route.channel))
+                .await;
+            let incident = self
+                .threads
+                .find_incident(&IncidentKey::new(&culprit, &route.channel))
+                .await;
+            let open = matches!(thread, Ok(Some(t)) if t.is_open(now))
+                || matches!(incident, Ok(Some(i)) if i.ts.is_some());
+            if open {
+                kept.push(route);
+            } else {
+                tracing::info!(diagnosis_id = %d.id, channel = %route.channel, "short resolution with no thread here: its firing was held or not posted; not posted");
+            }
+        }
+        kept
     }
 
     /// A resolution follows its alarm into every channel where a thread about
@@ -625,9 +672,13 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
                 None
             }
         };
-        // Without a thread of its own, a diagnosis opens or joins its culprit's incident.
+        let quiet_hold = d.hold.as_ref().filter(|h| h.cleared());
+        // Without a thread of its own, a diagnosis opens or joins its culprit's
+        // incident (a quiet line takes part in none).
         let incident = match open {
-            None if threading => self.incident_for(d, route, now, deadline).await,
+            None if threading && quiet_hold.is_none() => {
+                self.incident_for(d, route, now, deadline).await
+            }
             _ => None,
         };
         let joined = incident.as_ref().and_then(|i| i.joined.as_ref());
@@ -661,6 +712,18 @@ impl<P: SlackPoster, T: ThreadStore> Notifier<P, T> {
                 as_text: false,
                 already_posted: true,
             });
+        }
+        if let Some(hold) = quiet_hold {
+            let message = quiet(d, hold, route, web_api);
+            let posted = post_with_retries(&self.poster, &message, deadline, &self.retry).await?;
+            if threading && let (Some(channel_id), Some(ts)) = (&posted.channel_id, &posted.ts) {
+                let record =
+                    Thread::started(channel_id.clone(), ts.clone(), now, self.thread_lifetime);
+                if let Err(e) = self.threads.remember(&delivery, &record, now).await {
+                    tracing::warn!(diagnosis_id = %d.id, error = %e, "could not remember the delivery");
+                }
+            }
+            return Ok(posted);
         }
         let mut message = compose(d, route, placement);
         if joined.is_some() && d.kind == ReportKind::Diagnosis {

@@ -16,35 +16,8 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::diagnosis::Diagnosis;
 use crate::error::Result;
 use crate::render::truncate;
-
-/// What an incident is about: `service:shop/checkout`, `target-group:k8s-...`,
-/// `load-balancer:app/shop/1234`, `alarm:<arn>`.
-pub fn culprit(d: &Diagnosis) -> String {
-    if let Some(service) = d.culprit_service() {
-        return format!("service:{service}");
-    }
-    if let Some(group) = d.target_groups.iter().find(|g| g.culprit) {
-        return format!("target-group:{}", group.name);
-    }
-    if let Some(lb) = d
-        .alarm
-        .watched
-        .as_ref()
-        .and_then(|m| m.dimension("LoadBalancer"))
-    {
-        return format!("load-balancer:{lb}");
-    }
-    format!(
-        "alarm:{}",
-        d.alarm
-            .arn
-            .as_ref()
-            .map_or_else(|| d.alarm.name.clone(), ToString::to_string)
-    )
-}
 
 /// Culprit and channel: one incident per channel it is posted to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -284,6 +257,7 @@ mod tests {
     use chrono::TimeZone;
 
     use super::*;
+    use crate::diagnosis::Diagnosis;
 
     fn first() -> Value {
         json!({"text": "Flapping: checkout latency", "blocks": [
@@ -309,22 +283,22 @@ mod tests {
             "../../tests/fixtures/diagnosis-alb-flapping-worker-ceiling.json"
         ))
         .unwrap();
-        assert_eq!(culprit(&d), "service:shop/checkout");
+        assert_eq!(d.culprit(), "service:shop/checkout");
         for group in &mut d.target_groups {
             group.kubernetes_service = None;
         }
-        assert_eq!(culprit(&d), "target-group:k8s-shop-checkout-8a1f2c3d4e");
+        assert_eq!(d.culprit(), "target-group:k8s-shop-checkout-8a1f2c3d4e");
         d.target_groups.clear();
         assert!(
-            culprit(&d).starts_with("load-balancer:app/"),
+            d.culprit().starts_with("load-balancer:app/"),
             "{}",
-            culprit(&d)
+            d.culprit()
         );
         d.alarm.watched = None;
         assert!(
-            culprit(&d).starts_with("alarm:arn:aws:cloudwatch:"),
+            d.culprit().starts_with("alarm:arn:aws:cloudwatch:"),
             "{}",
-            culprit(&d)
+            d.culprit()
         );
     }
 

@@ -121,6 +121,32 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
     }
 }
 
+/// The one quiet line for a held diagnosis whose alarm cleared during the
+/// hold: no mention, no details, no buttons, nothing to thread.
+pub fn quiet(
+    d: &Diagnosis,
+    hold: &crate::diagnosis::Hold,
+    route: &Route,
+    web_api: bool,
+) -> SlackMessage {
+    let line = escape_multiline(&alarm_triage_core::diagnosis::hold::quiet_line(d, hold));
+    let mut payload = json!({
+        "text": line,
+        "blocks": [{"type": "context", "elements": [{"type": "mrkdwn", "text": format!(":white_check_mark: {line}")}]}],
+    });
+    let mut fallback = json!({ "text": line });
+    let channel = web_api.then_some(route.channel.as_str());
+    for body in [&mut payload, &mut fallback] {
+        place(body, channel, None);
+    }
+    SlackMessage {
+        channel: route.channel.clone(),
+        payload,
+        fallback,
+        details: None,
+    }
+}
+
 /// "Seen before" under the verdict; the track record and the verdict
 /// buttons at the end of the first message.
 fn add_to_first_message(payload: &mut Value, d: &Diagnosis, additions: &FirstMessageAdditions) {

@@ -454,6 +454,7 @@ pub(crate) mod tests {
             retry: RetryPolicy::default(),
             attachments: super::delivery::no_attachments,
             incident_window: None,
+            hold_seconds: 0,
         }
     }
 
@@ -505,6 +506,7 @@ pub(crate) mod tests {
     {
         let n = Notifier {
             incident_window: Some(chrono::Duration::minutes(30)),
+            hold_seconds: 0,
             ..notifier(ScriptedSlack::answering(true, vec![]))
         };
         let deadline = Instant::now() + Duration::from_secs(15);
@@ -711,6 +713,7 @@ pub(crate) mod tests {
             retry: RetryPolicy::default(),
             attachments: super::delivery::no_attachments,
             incident_window: None,
+            hold_seconds: 0,
         };
         let d = diagnosis(
             Behaviour::Flapping,

@@ -31,6 +31,10 @@ pub struct Route {
     /// The culprit Kubernetes service, `namespace/name` or `namespace/*` (team channels).
     #[serde(default)]
     pub service: Vec<String>,
+    /// `true`: only the quiet lines of held diagnoses that cleared
+    /// (`HOLD_TRANSIENT_SECONDS`); `false`: everything but them.
+    #[serde(default)]
+    pub quiet: Option<bool>,
     /// Who to notify on a diagnosis (never on a resolution).
     #[serde(default)]
     pub mention: Option<Mention>,
@@ -97,6 +101,7 @@ impl Route {
             kind: Vec::new(),
             alarm_prefix: Vec::new(),
             service: Vec::new(),
+            quiet: None,
             mention: None,
             keep_going: false,
         }
@@ -106,6 +111,9 @@ impl Route {
         (self.classification.is_empty()
             || self.classification.contains(&d.classification.behaviour))
             && (self.severity.is_empty() || self.severity.contains(&d.severity))
+            && self
+                .quiet
+                .is_none_or(|q| q == d.hold.as_ref().is_some_and(|h| h.cleared()))
             && (self.kind.is_empty() || self.kind.contains(&d.kind))
             && (self.alarm_prefix.is_empty()
                 || self

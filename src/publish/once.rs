@@ -133,6 +133,7 @@ mod tests {
             text: String::new(),
             attributes: Vec::new(),
             shortened: false,
+            report: std::sync::Arc::new(alarm_triage_core::fixtures::sample()),
         }
     }
 

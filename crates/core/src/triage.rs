@@ -35,6 +35,15 @@ pub fn assemble(
     let classification = classify(&history, alarm.new_state, timing, config, now);
     let decided = findings::decide(&classification, investigation, now);
 
+    let alarm_lasted = (kind == ReportKind::Resolution)
+        .then(|| {
+            classification
+                .figures
+                .current_state_since
+                .zip(previous_alarm_start(&history, alarm.state_change_time))
+                .map(|(end, start)| end - start)
+        })
+        .flatten();
     let headline = match kind {
         ReportKind::Diagnosis => diagnosis_headline(
             &alarm,
@@ -48,11 +57,8 @@ pub fn assemble(
             alarm.name, alarm.new_state
         ),
         ReportKind::Resolution => {
-            let lasted = classification
-                .figures
-                .current_state_since
-                .zip(previous_alarm_start(&history, alarm.state_change_time))
-                .map(|(end, start)| format!(" after {} in ALARM", human_duration(end - start)))
+            let lasted = alarm_lasted
+                .map(|lasted| format!(" after {} in ALARM", human_duration(lasted)))
                 .unwrap_or_default();
             // What the episode was: where, and its causes, as for a diagnosis.
             let what = what_happened(&decided.findings);
@@ -124,6 +130,8 @@ pub fn assemble(
         what_changed: decided.changes.headline(),
         changes: decided.changes.changes,
         notes,
+        alarm_lasted_seconds: alarm_lasted.and_then(|d| u64::try_from(d.num_seconds()).ok()),
+        hold: None,
     }
 }
 

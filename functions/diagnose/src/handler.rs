@@ -10,6 +10,7 @@ use alarm_triage::evidence::{Collection, EvidenceSources};
 use alarm_triage::invocation::remaining_time;
 use alarm_triage::pipeline::{Now, Outcome, Triage};
 use alarm_triage::publish::DiagnosisPublisher;
+use alarm_triage::publish::hold::{Returned, returned_from_event};
 use lambda_runtime::{Diagnostic, LambdaEvent};
 use serde_json::{Value, json};
 
@@ -46,6 +47,9 @@ pub async fn handle<S: EvidenceSources, P: DiagnosisPublisher>(
         budget_ms = u64::try_from(budget.overall.as_millis()).unwrap_or(u64::MAX),
         "invocation started"
     );
+    if let Some(returned) = returned_from_event(&event.payload) {
+        return Ok(release(state, returned, budget).await);
+    }
     let now = Now::At(chrono::Utc::now());
     let outcomes = match state.triage.handle_value(event.payload, now, budget).await {
         Ok(outcomes) => outcomes,
@@ -81,6 +85,32 @@ pub async fn handle<S: EvidenceSources, P: DiagnosisPublisher>(
         records.push(outcome.summary(index));
     }
     Ok(json!({ "records": records, "diagnoses": reports }))
+}
+
+/// Held diagnoses back from the hold queue. Each that cannot be published
+/// (or is not a held report) is a batch item failure: SQS keeps it, retries
+/// it, and finally moves it to the hold queue's dead-letter queue.
+async fn release<S: EvidenceSources, P: DiagnosisPublisher>(
+    state: &State<S, P>,
+    returned: Vec<Returned>,
+    budget: alarm_triage::evidence::Budget,
+) -> Value {
+    let mut failures = Vec::new();
+    let mut records = Vec::with_capacity(returned.len());
+    for (index, item) in returned.into_iter().enumerate() {
+        let outcome = match item.held {
+            Ok(held) => state.triage.release(held, chrono::Utc::now(), budget).await,
+            Err(e) => {
+                tracing::error!(message_id = %item.message_id, error_kind = e.kind(), error = %e, "not a held report");
+                Outcome::Rejected(e)
+            }
+        };
+        if matches!(outcome, Outcome::Failed { .. } | Outcome::Rejected(_)) {
+            failures.push(json!({ "itemIdentifier": item.message_id }));
+        }
+        records.push(outcome.summary(index));
+    }
+    json!({ "batchItemFailures": failures, "records": records })
 }
 
 /// An internal failure fails the invocation, so Lambda retries it and keeps it on failure.

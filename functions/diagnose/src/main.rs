@@ -2,10 +2,8 @@
 
 #![recursion_limit = "256"] // the evidence futures nest deeply
 
-use alarm_triage::adapters::dynamodb::DynamoDbTransitions;
-use alarm_triage::adapters::{AwsSources, Destinations, with_call_limits};
+use alarm_triage::adapters::{AwsSources, publishing, with_call_limits};
 use alarm_triage::config::Config;
-use alarm_triage::publish::once::OncePerTransition;
 use alarm_triage::telemetry::{LogFormat, init};
 use diagnose::handler;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
@@ -26,19 +24,9 @@ async fn main() -> Result<(), Error> {
         .region(aws_config::Region::new(config.region.clone()))
         .load()
         .await;
-    let destinations = OncePerTransition {
-        inner: Destinations::new(
-            &aws,
-            config.diagnosis_topic_arn.clone(),
-            config.diagnosis_queue_url.clone(),
-        ),
-        ledger: config
-            .transitions_table
-            .clone()
-            .map(|table| DynamoDbTransitions::new(&aws, table)),
-    };
+    let publishing = publishing(&aws, &config);
     let sources = AwsSources::from_config(&aws, &config);
-    let state = handler::State::new(config, sources, destinations);
+    let state = handler::State::new(config, sources, publishing);
     run(service_fn(|event: LambdaEvent<serde_json::Value>| {
         handler::handle(&state, event)
     }))

@@ -233,10 +233,7 @@ async fn a_storm_of_200_notifications_loses_nothing_and_doubles_nothing() {
         .map(|d| {
             let report: alarm_triage::diagnosis::Diagnosis =
                 serde_json::from_value(d.clone()).unwrap();
-            (
-                report.id.as_str().to_owned(),
-                alarm_triage::notify::incident::culprit(&report),
-            )
+            (report.id.as_str().to_owned(), report.culprit())
         })
         .collect();
     let mut top_level: BTreeMap<(String, String), u32> = BTreeMap::new();

@@ -19,7 +19,6 @@ use alarm_triage::notify::credentials::{DEFAULT_WEBHOOK, SlackCredentials};
 use alarm_triage::notify::delivery::Posted;
 use alarm_triage::notify::delivery::{Attachment, Notifier, RetryPolicy};
 use alarm_triage::notify::diagnoses_from_event;
-use alarm_triage::notify::incident::culprit;
 use alarm_triage::notify::message::FirstMessageAdditions;
 use alarm_triage::notify::seen::{self, SeenRecord, SeenStore};
 use alarm_triage::{Error, Result};
@@ -100,6 +99,7 @@ impl State {
                         alarm_triage::notify::delivery::no_attachments
                     },
                     incident_window: self.config.incident_window,
+                    hold_seconds: self.config.hold_transient_seconds,
                 };
                 Ok((notifier, feedback))
             })
@@ -230,7 +230,7 @@ async fn seen_before(
     if d.kind != ReportKind::Diagnosis {
         return None;
     }
-    let culprit = culprit(d);
+    let culprit = d.culprit();
     let (alarm_key, culprit_key) = (seen::alarm_key(d), seen::culprit_key(&culprit));
     let (alarm, about) = tokio::join!(store.history(&alarm_key), store.history(&culprit_key));
     match (alarm, about) {
@@ -257,7 +257,7 @@ async fn remember_seen(
         record.channel_id = p.channel_id.clone();
         record.ts = p.thread_ts.clone().or_else(|| p.ts.clone());
     }
-    let (alarm_key, culprit_key) = (seen::alarm_key(d), seen::culprit_key(&culprit(d)));
+    let (alarm_key, culprit_key) = (seen::alarm_key(d), seen::culprit_key(&d.culprit()));
     let (a, b) = tokio::join!(
         store.append(&alarm_key, &record, now),
         store.append(&culprit_key, &record, now)

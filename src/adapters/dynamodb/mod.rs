@@ -4,6 +4,7 @@
 //! Also the ledger of published transitions, and ([`feedback`]) the
 //! feedback table.
 
+mod email;
 pub mod feedback;
 mod incidents;
 mod seen;

@@ -5,6 +5,7 @@
 mod alarm_facts;
 pub mod change;
 pub mod finding;
+pub mod hold;
 pub mod summary;
 
 use std::fmt;
@@ -19,6 +20,7 @@ use crate::classify::Classification;
 pub use crate::evidence::model::{EvidenceGap, SourceTiming, Timings};
 pub use alarm_facts::AlarmFacts;
 pub use finding::{Evidence, Facts, Finding, FindingId};
+pub use hold::{Hold, HoldOutcome};
 
 /// The schema identifier written into every diagnosis.
 pub const SCHEMA: &str = "alarm-triage/diagnosis/v1";
@@ -167,6 +169,12 @@ pub struct Diagnosis {
     /// Remarks about the report itself (for example that it was shortened to fit a message).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// For a resolution: how long the alarm was in ALARM (from its history).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alarm_lasted_seconds: Option<u64>,
+    /// Set when the report waited before it was published (`HOLD_TRANSIENT_SECONDS`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hold: Option<Hold>,
 }
 
 impl Diagnosis {
@@ -178,6 +186,33 @@ impl Diagnosis {
     /// Serialises as indented JSON for people.
     pub fn to_json_pretty(&self) -> crate::Result<String> {
         serde_json::to_string_pretty(self).map_err(crate::Error::Serialise)
+    }
+
+    /// What an incident is about: `service:shop/checkout`, `target-group:k8s-...`,
+    /// `load-balancer:app/shop/1234`, `alarm:<arn>`.
+    pub fn culprit(&self) -> String {
+        let d = self;
+        if let Some(service) = d.culprit_service() {
+            return format!("service:{service}");
+        }
+        if let Some(group) = d.target_groups.iter().find(|g| g.culprit) {
+            return format!("target-group:{}", group.name);
+        }
+        if let Some(lb) = d
+            .alarm
+            .watched
+            .as_ref()
+            .and_then(|m| m.dimension("LoadBalancer"))
+        {
+            return format!("load-balancer:{lb}");
+        }
+        format!(
+            "alarm:{}",
+            d.alarm
+                .arn
+                .as_ref()
+                .map_or_else(|| d.alarm.name.clone(), ToString::to_string)
+        )
     }
 
     /// `namespace/service` of the (first) culprit target group, when known.

@@ -166,7 +166,8 @@ impl DiagnosisRecord {
 /// Whether a report asks for a verdict: a diagnosis does, a resolution
 /// (nothing left to judge) does not.
 pub fn asks_for_feedback(d: &Diagnosis) -> bool {
-    d.kind == ReportKind::Diagnosis
+    // A quiet line (held, then cleared) names no cause to judge.
+    d.kind == ReportKind::Diagnosis && !d.hold.as_ref().is_some_and(|h| h.cleared())
 }
 
 /// One person's answer on one diagnosis: the last one they gave.

@@ -102,10 +102,11 @@ pub fn first_message(d: &Diagnosis) -> Value {
     let mut blocks = vec![
         json!({"type": "header", "text": {"type": "plain_text", "emoji": true, "text": truncate(
             &format!(
-                "{} · {} · {}",
+                "{} · {} · {}{}",
                 d.classification.behaviour.as_str().to_uppercase(),
                 d.severity.as_str(),
-                one_line(&d.alarm.name)
+                one_line(&d.alarm.name),
+                d.hold.as_ref().map(|h| format!(" · {}", h.label())).unwrap_or_default()
             ),
             MAX_HEADER_TEXT,
         )}}),

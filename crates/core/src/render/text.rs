@@ -201,7 +201,11 @@ fn identity(d: &Diagnosis) -> String {
         },
         d.id,
         d.generated_at.format("%Y-%m-%d %H:%M UTC")
-    )
+    ) + &d
+        .hold
+        .as_ref()
+        .map(|h| format!(" | {}", h.label()))
+        .unwrap_or_default()
 }
 
 /// The headline and the report's identity.
