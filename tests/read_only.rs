@@ -13,10 +13,13 @@ use std::process::Command;
 use serde_json::{Value, json};
 
 const READ_PREFIXES: [&str; 3] = ["Describe", "Get", "List"];
-/// Actions the bot needs only on its own resources: its writes, its secret and the key of its SecureString.
-const OWN_WRITES: [&str; 8] = [
+/// Actions the bot needs only on its own resources: its writes, its secret
+/// and the key of its SecureString, and reading back its own held diagnoses.
+const OWN_WRITES: [&str; 10] = [
     "sns:Publish",
     "sqs:SendMessage",
+    "sqs:ReceiveMessage",
+    "sqs:DeleteMessage",
     "dynamodb:PutItem",
     "dynamodb:UpdateItem",
     "dynamodb:DeleteItem",
