@@ -1,6 +1,7 @@
 """The local AWS world: start, seed, deliver, stop.
 
-    stack.py up WORLD_DIR [--state DIR] [--lambda] [--notify webhook|bot] [--feedback] [--json]
+    stack.py up WORLD_DIR [--state DIR] [--lambda] [--notify webhook|bot] [--feedback]
+        [--hold SECONDS] [--email-incidents] [--json]
                           [--lambda-instances N] [--lambda-retries N] [--lambda-retry-delays S,S]
                                                               start everything, seed the world, print the environment
     stack.py deliver [--state DIR] [--to STATE] [--via sns|eventbridge|both] [--invoke URL]
@@ -83,7 +84,11 @@ DIAGNOSIS_QUEUE = "alarm-triage-diagnoses"
 FAILED_EVENTS_QUEUE = "alarm-triage-failed-events"
 # Where the function finds Prometheus; set only by a world that has one.
 PROMETHEUS_VARIABLES = ("PROMETHEUS_SERVICE", "PROMETHEUS_URL", "PROMETHEUS_SIGV4_REGION")
-EMAIL_SUBSCRIBERS = {"oncall@example.com": None, "escalations@example.com": {"classification": ["sustained"]}}
+# As the template's EmailSubscription: only reports marked email=send (one per incident).
+EMAIL_SUBSCRIBERS = {"oncall@example.com": {"email": ["send"]},
+                     "escalations@example.com": {"email": ["send"], "classification": ["sustained"]}}
+HOLD_QUEUE = "alarm-triage-hold"
+EMAIL_INCIDENT_TABLE = "alarm-triage-email-incidents"
 
 
 class StackError(Exception):
@@ -698,7 +703,8 @@ def seed_composite_alarm(endpoint: str, cloudwatch: Any, world: worlds.World, co
 
 def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_env: list[str],
        notify: str | None = None, notify_env: list[str] | None = None, lambda_instances: int = 1,
-       lambda_retries: int = 0, lambda_retry_delays: str = "1,2", feedback: bool = False) -> int:
+       lambda_retries: int = 0, lambda_retry_delays: str = "1,2", feedback: bool = False,
+       hold: int = 0, email_incidents: bool = False) -> int:
     started = time.time()
     if lambda_instances < 1:
         raise StackError("--lambda-instances must be at least 1")
@@ -780,12 +786,25 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
         elif world.spec.get("prometheus", {}).get("service"):
             env["PROMETHEUS_SERVICE"] = world.spec["prometheus"]["service"]
 
+        if email_incidents:
+            env["EMAIL_INCIDENT_TABLE"] = create_email_incident_table(endpoint, facts["region"])
+        if hold:
+            home_sqs = clients(endpoint, facts["region"], ("sqs",))["sqs"]
+            env["HOLD_QUEUE_URL"] = home_sqs.create_queue(QueueName=HOLD_QUEUE)["QueueUrl"]
+            env["HOLD_TRANSIENT_SECONDS"] = str(hold)
         if with_lambda:
             env["LAMBDA_INVOKE_URL"] = start_function(
                 state, processes, "diagnose", env, facts, facts["alarm_topic_arn"], lambda_env, instances=lambda_instances,
                 retries=lambda_retries, retry_delays=lambda_retry_delays, on_failure_queue=facts["failed_events_queue_url"],
                 subscribe="sns" in VIA[default_via(facts)],
             )
+            if hold:
+                # The hold queue's event source mapping.
+                processes.start("hold-source", [
+                    PYTHON, str(HERE / "sqs_source.py"), "--queue", env["HOLD_QUEUE_URL"], "--endpoint", endpoint,
+                    "--invoke", f"{env['LAMBDA_INVOKE_URL']}/2015-03-31/functions/_/invocations",
+                    "--log", str(state / "hold-invocations.jsonl"), "--region", facts["region"],
+                ], env=CREDENTIALS)
         if feedback and notify != "bot":
             raise StackError("--feedback needs --notify bot: buttons and chat.update need a bot token")
         if notify:
@@ -988,6 +1007,17 @@ def start_function(state: Path, processes: Processes, name: str, env: dict[str, 
         owner = world_clients(env["AWS_ENDPOINT_URL"], facts, ("sns",)) if topic_arn == facts["alarm_topic_arn"] else clients(env["AWS_ENDPOINT_URL"], facts["region"])
         owner["sns"].subscribe(TopicArn=topic_arn, Protocol="http", Endpoint=f"http://127.0.0.1:{bridge_port}/sns")
     return invoke
+
+
+def create_email_incident_table(endpoint: str, region: str) -> str:
+    """The table that keeps one email per incident (as the template's EmailIncidentsTable)."""
+    dynamodb = clients(endpoint, region, ("dynamodb",))["dynamodb"]
+    dynamodb.create_table(TableName=EMAIL_INCIDENT_TABLE, BillingMode="PAY_PER_REQUEST",
+                          AttributeDefinitions=[{"AttributeName": "thread_key", "AttributeType": "S"}],
+                          KeySchema=[{"AttributeName": "thread_key", "KeyType": "HASH"}])
+    dynamodb.update_time_to_live(TableName=EMAIL_INCIDENT_TABLE,
+                                 TimeToLiveSpecification={"Enabled": True, "AttributeName": "expires_at"})
+    return EMAIL_INCIDENT_TABLE
 
 
 def function_account(facts: dict[str, Any]) -> str:
@@ -1699,6 +1729,10 @@ def main() -> int:
                            "or a bot token (SSM SecureString, threads in DynamoDB)")
     p_up.add_argument("--feedback", action="store_true",
                       help="with --notify bot: verdict buttons, the feedback table and the feedback function behind a function URL")
+    p_up.add_argument("--hold", type=int, default=0, metavar="SECONDS",
+                      help="hold likely transients this long (HOLD_TRANSIENT_SECONDS): the hold queue and its event source mapping")
+    p_up.add_argument("--email-incidents", action="store_true",
+                      help="one email per incident (EMAIL_INCIDENT_TABLE)")
     p_up.add_argument("--notify-env", action="append", default=[], metavar="KEY=VALUE",
                       help="set (KEY=VALUE) or remove (KEY=) a variable of the notify-slack function's environment")
     p_up.add_argument("--lambda-env", action="append", default=[], metavar="KEY=VALUE",
@@ -1727,7 +1761,8 @@ def main() -> int:
     try:
         if args.command == "up":
             return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env, args.notify, args.notify_env,
-                      args.lambda_instances, args.lambda_retries, args.lambda_retry_delays, args.feedback)
+                      args.lambda_instances, args.lambda_retries, args.lambda_retry_delays, args.feedback,
+                      args.hold, args.email_incidents)
         if args.command == "deliver":
             return deliver(args.state, args.to, args.via, args.invoke)
         if args.command == "storm":

@@ -58,6 +58,10 @@ pub struct Options {
     /// Lambda's asynchronous retries after a failed invocation (0-2, default 0),
     /// then the event goes to the failed-events queue.
     pub lambda_retries: Option<u8>,
+    /// Hold likely transients this many seconds (the hold queue and its event source mapping).
+    pub hold_seconds: Option<u32>,
+    /// One email per incident (`EMAIL_INCIDENT_TABLE`).
+    pub email_incidents: bool,
 }
 
 impl LocalWorld {
@@ -103,6 +107,12 @@ impl LocalWorld {
         }
         if let Some(binary) = &options.feedback_binary {
             command.arg("--feedback").env("FEEDBACK_BINARY", binary);
+        }
+        if let Some(seconds) = options.hold_seconds {
+            command.arg("--hold").arg(seconds.to_string());
+        }
+        if options.email_incidents {
+            command.arg("--email-incidents");
         }
         for item in &options.notify_env {
             command.arg("--notify-env").arg(item);

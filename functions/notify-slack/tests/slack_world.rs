@@ -551,3 +551,135 @@ async fn a_missing_secret_fails_the_invocation_naming_the_secret() {
     );
     assert!(slack_requests(&world).is_empty());
 }
+
+/// A world with likely transients held `seconds` and one email per incident.
+fn holding_world(name: &str, seconds: u32) -> LocalWorld {
+    LocalWorld::up_with(
+        name,
+        Options {
+            lambda_binary: Some(diagnose_binary()),
+            lambda_env: vec!["DIAGNOSIS_QUEUE_URL=".to_owned()],
+            notify: Some((PathBuf::from(env!("CARGO_BIN_EXE_notify-slack")), "bot")),
+            hold_seconds: Some(seconds),
+            email_incidents: true,
+            ..Options::default()
+        },
+    )
+}
+
+/// The diagnose function's answer to its `n`th invocation from SNS.
+fn diagnosed(world: &LocalWorld, n: usize) -> Value {
+    let records = world.invocations("invocations", n, WAIT);
+    assert_eq!(records.len(), n, "diagnose log:\n{}", world.log("diagnose"));
+    let record = &records[n - 1];
+    assert!(record["function_error"].is_null(), "{record}");
+    serde_json::from_str(record["body"].as_str().unwrap()).unwrap()
+}
+
+/// The held diagnoses the hold queue handed back, once `n` came back.
+fn released(world: &LocalWorld, n: usize) -> Vec<Value> {
+    let records = world.invocations("hold-invocations", n, WAIT);
+    assert_eq!(records.len(), n, "diagnose log:\n{}", world.log("diagnose"));
+    assert!(
+        records
+            .iter()
+            .all(|r| r["function_error"].is_null() && r["failures"] == json!([])),
+        "{records:#?}\n{}",
+        world.log("diagnose")
+    );
+    records
+}
+
+/// Asserts the first diagnosis was held (a transient below critical), not published.
+fn assert_held(answer: &Value) {
+    let d = &answer["diagnoses"][0];
+    assert_eq!(d["classification"]["behaviour"], "transient", "{d:#}");
+    assert_ne!(d["severity"], "critical");
+    let detail = answer["records"][0]["detail"].as_str().unwrap();
+    assert!(detail.contains("[published: held:"), "{detail}");
+}
+
+#[tokio::test]
+async fn a_held_transient_that_clears_is_one_quiet_line_and_no_email() {
+    let world = holding_world("alb-every-group-slow-two-minutes", 15);
+    world.deliver();
+    assert_held(&diagnosed(&world, 1));
+    // Back to OK within the hold: its resolution goes out at once.
+    world.deliver_to(Some("OK"));
+    let resolution = diagnosed(&world, 2);
+    assert_eq!(
+        resolution["records"][0]["outcome"], "resolved",
+        "{resolution:#}"
+    );
+    let returned = released(&world, 1);
+    assert!(
+        returned[0]["body"]
+            .as_str()
+            .unwrap()
+            .contains("\"diagnosed\""),
+        "{returned:#?}"
+    );
+    // notify-slack heard the resolution and the quiet line.
+    let records = world.invocations("notify-slack-invocations", 2, WAIT);
+    assert_eq!(records.len(), 2, "{}", world.log("notify-slack"));
+    assert!(
+        records.iter().all(|r| r["function_error"].is_null()),
+        "{records:#?}"
+    );
+    let messages = slack_requests(&world);
+    assert_eq!(
+        messages.len(),
+        1,
+        "only the quiet line (the resolution had no thread to go to): {messages:#?}"
+    );
+    let line = messages[0]["payload"]["text"].as_str().unwrap();
+    assert!(
+        line.contains("cleared within the 1-minute hold") && line.ends_with("not paged"),
+        "{line}"
+    );
+    assert!(messages[0]["payload"]["channel"] == "#alerts");
+    assert!(
+        details_requests(&world).is_empty(),
+        "no details for a quiet line"
+    );
+    assert_eq!(
+        mail_to(&world, "oncall@example.com"),
+        Vec::<Value>::new(),
+        "no email for a blip: neither the held report nor its resolution"
+    );
+}
+
+#[tokio::test]
+async fn a_held_transient_still_firing_is_posted_whole_and_marked_held() {
+    let world = holding_world("alb-every-group-slow-two-minutes", 3);
+    world.deliver();
+    assert_held(&diagnosed(&world, 1));
+    released(&world, 1);
+    let records = world.invocations("notify-slack-invocations", 1, WAIT);
+    assert!(
+        records[0]["function_error"].is_null(),
+        "{}",
+        world.log("notify-slack")
+    );
+    let messages = slack_requests(&world);
+    assert_eq!(messages.len(), 1, "{messages:#?}");
+    let header = messages[0]["payload"]["blocks"][0]["text"]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        header.starts_with("TRANSIENT · ") && header.ends_with(" · held 1 min"),
+        "{header}"
+    );
+    assert_eq!(
+        details_requests(&world).len(),
+        1,
+        "the full report, details in its thread"
+    );
+    let mail = mail_to(&world, "oncall@example.com");
+    assert_eq!(mail.len(), 1, "{:#?}", world.mailbox());
+    let subject = mail[0]["subject"].as_str().unwrap();
+    assert!(subject.starts_with("[incident "), "{subject}");
+    let body = mail[0]["body"].as_str().unwrap();
+    assert!(body.starts_with("Incident: "), "{body}");
+    assert!(body.contains("| held 1 min"), "{body}");
+}
