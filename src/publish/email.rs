@@ -1,9 +1,11 @@
 //! One email per incident. Every diagnosis still goes to the topic (Slack
 //! and queue consumers read them all); the `email` message attribute says
 //! whether the email subscription (filter policy `{"email": ["send"]}`)
-//! takes it. Email goes out when an incident opens, when a later alarm of
-//! it raises the severity, and when its last alarm is OK again; the rest are
-//! `skip`. Every subject names the incident: `[incident shop/checkout] ...`.
+//! takes it. Email goes out when an incident opens and when a later alarm of
+//! it raises the severity; the rest are `skip`, resolutions included (an
+//! incident that flaps would otherwise mail every time its last alarm
+//! clears: Slack's first message says when it resolved). Every subject names
+//! the incident: `[incident shop/checkout] ...`.
 //!
 //! The incident is the one Slack uses (same culprit within
 //! `INCIDENT_WINDOW_MINUTES`), kept in its own table under
@@ -78,7 +80,7 @@ pub enum EmailTurn {
         from: Option<Severity>,
         incident: Incident,
     },
-    /// The last alarm of the incident is OK.
+    /// The last alarm of the incident is OK (not emailed: see the module's note).
     Closed { incident: Incident },
     /// Another alarm of an incident already emailed at this severity.
     Repeat { incident: Incident },
@@ -96,10 +98,7 @@ impl EmailTurn {
     pub fn sends(&self) -> bool {
         matches!(
             self,
-            EmailTurn::Opened
-                | EmailTurn::Escalated { .. }
-                | EmailTurn::Closed { .. }
-                | EmailTurn::Ungrouped
+            EmailTurn::Opened | EmailTurn::Escalated { .. } | EmailTurn::Ungrouped
         )
     }
 }
@@ -122,7 +121,7 @@ pub fn with_turn(outgoing: &Outgoing, turn: &EmailTurn, now: DateTime<Utc>) -> O
         EmailTurn::Opened => (
             String::new(),
             format!(
-                "Incident: {label}. Later alarms about it are in Slack and on the queue; email follows only if the severity rises, and when all its alarms are OK."
+                "Incident: {label}. Later alarms about it, and its resolution, are in Slack and on the queue; email follows only if the severity rises."
             ),
         ),
         EmailTurn::Escalated { from, incident } => (
@@ -522,7 +521,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn an_incident_emails_its_first_alarm_a_rise_in_severity_and_its_end_only() {
+    async fn an_incident_emails_its_first_alarm_and_a_rise_in_severity_only() {
         let g = grouping();
         let now = Utc.with_ymd_and_hms(2026, 12, 2, 10, 0, 0).unwrap();
         let store = g.incidents.as_ref().unwrap();
@@ -541,7 +540,12 @@ mod tests {
                 .unwrap();
             sent.push(turn.sends());
         }
-        assert_eq!(sent, [true, false, true, false, false, true]);
+        assert_eq!(sent, [true, false, true, false, false, false]);
+        let last = about("unhealthy", Severity::Info, ReportKind::Resolution);
+        assert!(matches!(
+            g.turn(store, &last, now).await.unwrap(),
+            EmailTurn::Closed { .. }
+        ));
     }
 
     #[tokio::test]

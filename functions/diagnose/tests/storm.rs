@@ -69,6 +69,9 @@ fn storm_world() -> LocalWorld {
             // drawing and uploading them for 200 reports in a debug build would only slow it.
             notify_env: vec!["RUST_LOG=warn".to_owned(), "SLACK_CHARTS=off".to_owned()],
             feedback_binary: None,
+            // One email per incident.
+            email_incidents: true,
+            hold_seconds: None,
         },
     )
 }
@@ -270,6 +273,44 @@ async fn a_storm_of_200_notifications_loses_nothing_and_doubles_nothing() {
         crowded.is_empty(),
         "more than one top-level message for one culprit: {crowded:?}"
     );
+
+    // Email: one per incident, more only where the severity rose.
+    let mail: Vec<Value> = world
+        .mailbox()
+        .into_iter()
+        .filter(|m| m["to"] == "oncall@example.com")
+        .collect();
+    let mut emails: BTreeMap<String, (u32, u32)> = BTreeMap::new();
+    for m in &mail {
+        let subject = m["subject"].as_str().unwrap();
+        let label = subject
+            .strip_prefix("[incident ")
+            .and_then(|rest| rest.split_once("] "))
+            .map(|(label, _)| label.to_owned())
+            .unwrap_or_else(|| panic!("an email outside any incident: {subject}"));
+        let entry = emails.entry(label).or_default();
+        if subject.contains("] now ") {
+            entry.1 += 1;
+        } else {
+            entry.0 += 1;
+        }
+    }
+    eprintln!(
+        "email: {} for {} reports: {} incidents, {} severity rises",
+        mail.len(),
+        distinct.len(),
+        emails.len(),
+        emails.values().map(|(_, raised)| raised).sum::<u32>()
+    );
+    let repeated: Vec<_> = emails
+        .iter()
+        .filter(|(_, (opened, _))| *opened > 1)
+        .collect();
+    assert!(
+        repeated.is_empty(),
+        "more than one opening email for one incident: {repeated:?}"
+    );
+    assert!(!emails.is_empty(), "the incidents were emailed");
 
     let attempts = world.invocations("invocations", 0, Duration::ZERO);
     let retried = attempts
