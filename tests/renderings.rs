@@ -273,3 +273,48 @@ fn the_feedback_renderings_are_snapshotted() {
         );
     }
 }
+
+#[test]
+fn held_reports_render_as_snapshotted_and_validate() {
+    use alarm_triage::diagnosis::{Hold, HoldOutcome};
+    use alarm_triage::notify::message::quiet;
+    use alarm_triage::notify::route::Route;
+
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/diagnosis-v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let mut still = fixture("alb-every-group-slow-two-minutes");
+    still.hold = Some(Hold {
+        seconds: 300,
+        outcome: HoldOutcome::StillFiring,
+    });
+    let first = render::slack::first_message(&still);
+    insta::assert_json_snapshot!("held_still_firing_first_message_header", first["blocks"][0]);
+    let identity = render::text::render(&still)
+        .lines()
+        .find(|l| l.starts_with("Severity "))
+        .unwrap()
+        .to_owned();
+    insta::assert_snapshot!("held_still_firing_email_identity", identity);
+
+    let mut cleared = still.clone();
+    cleared.hold = Some(Hold {
+        seconds: 300,
+        outcome: HoldOutcome::Cleared { since: None },
+    });
+    // An alarm name with Slack markup in it stays text.
+    cleared.alarm.name = "<!channel> *latency*".into();
+    let hold = cleared.hold.clone().unwrap();
+    let line = quiet(&cleared, &hold, &Route::everything_to("#alerts"), true);
+    insta::assert_json_snapshot!("held_cleared_quiet_line", line.payload);
+    assert!(!line.payload.to_string().contains("<!channel>"));
+
+    for d in [&still, &cleared] {
+        let value = serde_json::to_value(d).unwrap();
+        let errors: Vec<String> = validator
+            .iter_errors(&value)
+            .map(|e| format!("{e} at {}", e.instance_path))
+            .collect();
+        assert!(errors.is_empty(), "{errors:#?}");
+    }
+}
