@@ -457,6 +457,51 @@ impl FeedbackConfig {
     }
 }
 
+/// Settings of the digest function (the scheduled noise digest in Slack).
+#[derive(Debug, Clone)]
+pub struct DigestConfig {
+    pub region: String,
+    pub secret: SecretLocation,
+    /// `DIGEST_CHANNEL` (else `SLACK_CHANNEL`; with webhooks the key of one,
+    /// else the single webhook).
+    pub channel: String,
+    /// `DIGEST_DAYS` (default 7, at most 63: CloudWatch's 5-minute datapoints).
+    pub days: i64,
+    /// `DIGEST_ALARM_PREFIX`: only alarms whose names start with it.
+    pub prefix: Option<String>,
+    /// `SLACK_THREAD_TABLE`: the seen-before records, to count diagnoses with no cause.
+    pub thread_table: Option<String>,
+    pub api_url: String,
+    pub request_timeout: Duration,
+}
+
+impl DigestConfig {
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        Ok(DigestConfig {
+            region: region(&lookup)?,
+            secret: slack_secret(&lookup)?,
+            channel: non_empty(&lookup, "DIGEST_CHANNEL")
+                .or_else(|| non_empty(&lookup, "SLACK_CHANNEL"))
+                .unwrap_or_else(|| crate::notify::credentials::DEFAULT_WEBHOOK.to_owned()),
+            days: parse(&lookup, "DIGEST_DAYS", 7i64, 1, 63)?,
+            prefix: non_empty(&lookup, "DIGEST_ALARM_PREFIX"),
+            thread_table: non_empty(&lookup, "SLACK_THREAD_TABLE"),
+            api_url: slack_api_url(&lookup)?,
+            request_timeout: Duration::from_millis(parse(
+                &lookup,
+                "SLACK_TIMEOUT_MS",
+                5_000u64,
+                100,
+                60_000,
+            )?),
+        })
+    }
+}
+
 /// `SLACK_API_URL`, https (plain http on loopback only).
 fn slack_api_url(lookup: &impl Fn(&str) -> Option<String>) -> Result<String> {
     let api_url = non_empty(lookup, "SLACK_API_URL")

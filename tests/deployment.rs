@@ -279,13 +279,15 @@ fn every_function_runs_as_the_card_says() {
         "DiagnoseFunction",
         "NotifySlackFunction",
         "FeedbackFunction",
+        "DigestFunction",
     ] {
         let f = &t["Resources"][function];
         assert_eq!(f["Type"], "AWS::Serverless::Function");
         assert_eq!(f["Metadata"]["BuildMethod"], "rust-cargolambda");
         // Asynchronous invocations keep what fails; the feedback function
         // answers Slack synchronously, through its URL, and keeps nothing.
-        if function != "FeedbackFunction" {
+        // The digest is invoked by EventBridge Scheduler, whose retry policy keeps it.
+        if function != "FeedbackFunction" && function != "DigestFunction" {
             assert!(
                 f["Properties"]["EventInvokeConfig"]["DestinationConfig"]["OnFailure"]["Type"]
                     == "SQS"
@@ -297,6 +299,10 @@ fn every_function_runs_as_the_card_says() {
                 .is_some()
         );
     }
+    assert_eq!(
+        t["Resources"]["DigestFunction"]["Properties"]["Events"]["Scheduled"]["Type"],
+        "ScheduleV2"
+    );
     assert_eq!(t["Globals"]["Function"]["Runtime"], "provided.al2023");
     assert_eq!(t["Globals"]["Function"]["Architectures"][0], "arm64");
     assert_eq!(t["Globals"]["Function"]["Handler"], "bootstrap");

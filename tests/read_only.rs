@@ -132,6 +132,7 @@ fn the_iam_policies_grant_only_reads_and_the_bots_own_writes() {
         "diagnose-policy.json",
         "notify-slack-policy.json",
         "feedback-policy.json",
+        "digest-policy.json",
     ] {
         let policy: Value = serde_json::from_str(
             &std::fs::read_to_string(support::repo_root().join("infra/iam").join(name)).unwrap(),

@@ -1,7 +1,7 @@
 """The local AWS world: start, seed, deliver, stop.
 
     stack.py up WORLD_DIR [--state DIR] [--lambda] [--notify webhook|bot] [--feedback]
-        [--hold SECONDS] [--email-incidents] [--json]
+        [--hold SECONDS] [--email-incidents] [--digest] [--json]
                           [--lambda-instances N] [--lambda-retries N] [--lambda-retry-delays S,S]
                                                               start everything, seed the world, print the environment
     stack.py deliver [--state DIR] [--to STATE] [--via sns|eventbridge|both] [--invoke URL]
@@ -704,7 +704,7 @@ def seed_composite_alarm(endpoint: str, cloudwatch: Any, world: worlds.World, co
 def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_env: list[str],
        notify: str | None = None, notify_env: list[str] | None = None, lambda_instances: int = 1,
        lambda_retries: int = 0, lambda_retry_delays: str = "1,2", feedback: bool = False,
-       hold: int = 0, email_incidents: bool = False) -> int:
+       hold: int = 0, email_incidents: bool = False, digest: bool = False) -> int:
     started = time.time()
     if lambda_instances < 1:
         raise StackError("--lambda-instances must be at least 1")
@@ -815,6 +815,10 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
             )
         if feedback:
             env["FEEDBACK_URL"] = start_feedback(state, processes, {**env, **slack_env}, slack_url)
+        if digest:
+            if not notify:
+                raise StackError("--digest needs --notify: it posts to the local Slack")
+            env["DIGEST_INVOKE_URL"] = start_digest(state, processes, {**env, **slack_env})
 
         facts["world"] = world.name
         facts["now"] = world.now.isoformat()
@@ -1124,6 +1128,27 @@ def start_feedback(state: Path, processes: Processes, env: dict[str, str], slack
                                      headers={"Content-Type": "application/json"}, method="POST")
     urllib.request.urlopen(request, timeout=5).read()
     return url
+
+
+def start_digest(state: Path, processes: Processes, env: dict[str, str]) -> str:
+    """The digest function under cargo-lambda's emulator, reading the world's
+    alarms and posting to the local Slack's #alerts (what EventBridge
+    Scheduler would invoke). Returns its invoke URL."""
+    binary = Path(os.environ.get("DIGEST_BINARY", ROOT / "target" / "debug" / "noise-digest"))
+    if not binary.exists():
+        raise StackError(f"{binary} does not exist; build it first (cargo build -p noise-digest) or set DIGEST_BINARY")
+    invoke = start_emulator(state, processes, "digest")
+    function_env = {
+        **{k: v for k, v in env.items() if k.startswith("AWS_")},
+        "SLACK_API_URL": env["SLACK_API_URL"], "DIGEST_CHANNEL": "#alerts",
+        "AWS_LAMBDA_FUNCTION_NAME": "_", "AWS_LAMBDA_FUNCTION_VERSION": "1", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
+        "AWS_LAMBDA_RUNTIME_API": f"{invoke}/.rt", "RUST_LOG": env.get("RUST_LOG", "info"),
+    }
+    for key in ("SLACK_SECRET_PARAMETER", "SLACK_SECRET_ID", "SLACK_THREAD_TABLE"):
+        if env.get(key):
+            function_env[key] = env[key]
+    processes.start("digest", [str(binary)], env=function_env)
+    return f"{invoke}/2015-03-31/functions/_/invocations"
 
 
 # --- delivery: SNS and EventBridge ---------------------------------------------------------
@@ -1733,6 +1758,8 @@ def main() -> int:
                       help="hold likely transients this long (HOLD_TRANSIENT_SECONDS): the hold queue and its event source mapping")
     p_up.add_argument("--email-incidents", action="store_true",
                       help="one email per incident (EMAIL_INCIDENT_TABLE)")
+    p_up.add_argument("--digest", action="store_true",
+                      help="with --notify: the digest function under the emulator (DIGEST_INVOKE_URL; invoke it as the scheduler would)")
     p_up.add_argument("--notify-env", action="append", default=[], metavar="KEY=VALUE",
                       help="set (KEY=VALUE) or remove (KEY=) a variable of the notify-slack function's environment")
     p_up.add_argument("--lambda-env", action="append", default=[], metavar="KEY=VALUE",
@@ -1762,7 +1789,7 @@ def main() -> int:
         if args.command == "up":
             return up(args.world, args.state, args.with_lambda, args.json, args.lambda_env, args.notify, args.notify_env,
                       args.lambda_instances, args.lambda_retries, args.lambda_retry_delays, args.feedback,
-                      args.hold, args.email_incidents)
+                      args.hold, args.email_incidents, args.digest)
         if args.command == "deliver":
             return deliver(args.state, args.to, args.via, args.invoke)
         if args.command == "storm":

@@ -121,6 +121,28 @@ pub fn compose(d: &Diagnosis, route: &Route, placement: Placement<'_>) -> SlackM
     }
 }
 
+/// A message of its own (the noise digest): the Block Kit `payload`, and
+/// `fallback_text` as a code block for when Slack refuses the blocks.
+pub fn standalone(
+    channel: &str,
+    payload: Value,
+    fallback_text: &str,
+    web_api: bool,
+) -> SlackMessage {
+    let mut payload = payload;
+    let mut fallback = json!({ "text": format!("```{}```", truncate(&escape_multiline(fallback_text).replace("```", "'''"), MAX_PLAIN_TEXT - 8)) });
+    let placed = web_api.then_some(channel);
+    for body in [&mut payload, &mut fallback] {
+        place(body, placed, None);
+    }
+    SlackMessage {
+        channel: channel.to_owned(),
+        payload,
+        fallback,
+        details: None,
+    }
+}
+
 /// The one quiet line for a held diagnosis whose alarm cleared during the
 /// hold: no mention, no details, no buttons, nothing to thread.
 pub fn quiet(

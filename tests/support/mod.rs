@@ -62,6 +62,8 @@ pub struct Options {
     pub hold_seconds: Option<u32>,
     /// One email per incident (`EMAIL_INCIDENT_TABLE`).
     pub email_incidents: bool,
+    /// With `notify`: this digest binary under the emulator (`DIGEST_INVOKE_URL`).
+    pub digest_binary: Option<PathBuf>,
 }
 
 impl LocalWorld {
@@ -110,6 +112,9 @@ impl LocalWorld {
         }
         if let Some(seconds) = options.hold_seconds {
             command.arg("--hold").arg(seconds.to_string());
+        }
+        if let Some(binary) = &options.digest_binary {
+            command.arg("--digest").env("DIGEST_BINARY", binary);
         }
         if options.email_incidents {
             command.arg("--email-incidents");

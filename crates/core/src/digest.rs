@@ -281,6 +281,85 @@ pub fn render(
     out
 }
 
+/// Entries shown per kind in Slack; the rest are counted (`alarm-triage digest` lists all).
+const SLACK_ENTRIES_PER_KIND: usize = 8;
+
+/// The digest as one Slack message (Block Kit): a header, one section per
+/// kind of noise with its noisiest alarms, a footer. Alarm names are escaped;
+/// every section stays inside Slack's limits.
+pub fn slack_message(
+    entries: &[DigestEntry],
+    alarms: usize,
+    from: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> serde_json::Value {
+    use crate::render::slack::{MAX_HEADER_TEXT, MAX_SECTION_TEXT, escape};
+    use crate::render::truncate;
+    use serde_json::json;
+
+    let days = (now - from).num_days().max(1);
+    let title = format!(
+        "Alarm noise digest · last {days} day{}",
+        if days == 1 { "" } else { "s" }
+    );
+    let summary = if entries.is_empty() {
+        format!("{alarms} alarms read: nothing noisy.")
+    } else {
+        format!("{alarms} alarms read: {} worth a look.", entries.len())
+    };
+    let mut blocks = vec![
+        json!({"type": "header", "text": {"type": "plain_text", "text": truncate(&title, MAX_HEADER_TEXT)}}),
+        json!({"type": "context", "elements": [{"type": "mrkdwn", "text": format!(
+            "{} to {} · {summary}",
+            from.format("%Y-%m-%d %H:%M"),
+            now.format("%Y-%m-%d %H:%M UTC")
+        )}]}),
+    ];
+    let mut kinds: Vec<Noise> = entries.iter().map(|e| e.noise).collect();
+    kinds.dedup();
+    for kind in kinds {
+        let of_kind: Vec<&DigestEntry> = entries.iter().filter(|e| e.noise == kind).collect();
+        let mut lines: Vec<String> = of_kind
+            .iter()
+            .take(SLACK_ENTRIES_PER_KIND)
+            .map(|e| {
+                format!(
+                    "• *{}*: {}\n     → {}",
+                    escape(&e.alarm),
+                    escape(&e.figures),
+                    escape(&e.suggestion)
+                )
+            })
+            .collect();
+        if of_kind.len() > SLACK_ENTRIES_PER_KIND {
+            lines.push(format!(
+                "_and {} more: `alarm-triage digest` lists them all_",
+                of_kind.len() - SLACK_ENTRIES_PER_KIND
+            ));
+        }
+        let text = format!(
+            "*{}* ({})\n{}",
+            capitalised(kind.label()),
+            of_kind.len(),
+            lines.join("\n")
+        );
+        blocks.push(json!({"type": "section", "text": {"type": "mrkdwn", "text": truncate(&text, MAX_SECTION_TEXT)}}));
+    }
+    blocks.push(
+        json!({"type": "context", "elements": [{"type": "mrkdwn", "text":
+        "alarm-triage changes nothing: these are proposals for the alarms' owners."}]}),
+    );
+    json!({"text": format!("{title}: {summary}"), "blocks": blocks})
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::TimeZone;
@@ -383,6 +462,30 @@ mod tests {
         let f = span_figures(&a, from, now());
         assert_eq!((f.trips, f.short_trips), (0, 0));
         assert!((f.alarm_share - 0.75).abs() < 1e-9, "{f:?}");
+    }
+
+    #[test]
+    fn the_slack_digest_escapes_alarm_names_and_counts_what_it_leaves_out() {
+        let from = now() - Duration::days(7);
+        let alarms: Vec<AlarmOverSpan> = (0..11)
+            .map(|i| alarm(&format!("<!channel> quiet-{i}"), &[]))
+            .collect();
+        let entries = digest(&alarms, from, now());
+        assert_eq!(entries.len(), 11);
+        let message = slack_message(&entries, 11, from, now());
+        let text = message.to_string();
+        assert!(!text.contains("<!channel>"), "{text}");
+        assert!(text.contains("&lt;!channel&gt; quiet-"), "{text}");
+        assert!(text.contains("and 3 more"), "{text}");
+        assert_eq!(
+            message["blocks"][0]["text"]["text"],
+            "Alarm noise digest · last 7 days"
+        );
+        for block in message["blocks"].as_array().unwrap() {
+            if let Some(t) = block["text"]["text"].as_str() {
+                assert!(t.chars().count() <= crate::render::slack::MAX_SECTION_TEXT);
+            }
+        }
     }
 
     #[test]

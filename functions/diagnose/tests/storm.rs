@@ -72,6 +72,7 @@ fn storm_world() -> LocalWorld {
             // One email per incident.
             email_incidents: true,
             hold_seconds: None,
+            digest_binary: None,
         },
     )
 }
