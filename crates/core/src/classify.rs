@@ -40,6 +40,12 @@ pub struct ClassifierConfig {
     pub sustained_after_seconds: u64,
     /// Transitions further apart than this belong to different episodes of activity.
     pub episode_quiet_gap_seconds: u64,
+    /// A burst of this many entries into ALARM ...
+    pub flap_burst_entries: u32,
+    /// ... within this window (or six evaluation windows of the alarm, if
+    /// longer) is flapping, however quiet the hours before: the score's
+    /// 18-minute samples would see a dense burst as one or two changes.
+    pub flap_burst_window_seconds: u64,
 }
 
 impl Default for ClassifierConfig {
@@ -52,6 +58,8 @@ impl Default for ClassifierConfig {
             flap_stop_percent: 15.0,
             sustained_after_seconds: 10 * 60,
             episode_quiet_gap_seconds: 2 * 3600,
+            flap_burst_entries: 3,
+            flap_burst_window_seconds: 3600,
         }
     }
 }
@@ -154,7 +162,21 @@ pub fn classify(
     };
 
     let interval = sample_interval(timing, config);
-    let (behaviour_is_flapping, score) = flapping_with_hysteresis(history, interval, config, now);
+    let (by_score, score) = flapping_with_hysteresis(history, interval, config, now);
+    let burst_window = secs(config.flap_burst_window_seconds).max(times(
+        secs(u64::from(timing.period_seconds) * u64::from(timing.evaluation_periods.max(1))),
+        6,
+    ));
+    let burst_entries = u32::try_from(
+        history
+            .changes_between(earlier(now, burst_window), now)
+            .iter()
+            .filter(|c| c.to == AlarmState::Alarm)
+            .count(),
+    )
+    .unwrap_or(u32::MAX);
+    let in_a_burst = config.flap_burst_entries > 0 && burst_entries >= config.flap_burst_entries;
+    let behaviour_is_flapping = by_score || in_a_burst;
     let episodes = alarm_episodes(history, current, known_from, now);
     let alarm_seconds: i64 = episodes
         .iter()
@@ -199,7 +221,19 @@ pub fn classify(
     };
 
     let last_episode = episodes.last();
-    let (behaviour, explanation) = if behaviour_is_flapping {
+    let (behaviour, explanation) = if in_a_burst && !by_score {
+        (
+            Behaviour::Flapping,
+            format!(
+                "{} into ALARM in the last {}, each cleared in between: flapping (a burst of {} within {} is), though the 6 h state-change score is only {:.0}%",
+                plural(burst_entries, "entry"),
+                human_duration(burst_window),
+                config.flap_burst_entries,
+                human_duration(burst_window),
+                score,
+            ),
+        )
+    } else if behaviour_is_flapping {
         (
             Behaviour::Flapping,
             format!(
@@ -529,6 +563,26 @@ mod tests {
             &ClassifierConfig::default(),
             now(),
         )
+    }
+
+    #[test]
+    fn seven_short_trips_in_half_an_hour_after_a_quiet_day_are_flapping() {
+        // Peaks every 5 minutes push the metric over for 2 minutes each.
+        let c = run(cycles(5, 2, 33), AlarmState::Alarm);
+        assert_eq!(c.behaviour, Behaviour::Flapping, "{}", c.explanation);
+        assert!(c.figures.percent_state_change < 30.0, "{:?}", c.figures);
+        assert!(
+            c.explanation.contains("7 entries into ALARM"),
+            "{}",
+            c.explanation
+        );
+    }
+
+    #[test]
+    fn two_trips_within_an_hour_are_not_yet_flapping() {
+        let c = run(cycles(20, 3, 25), AlarmState::Alarm);
+        assert_eq!(c.figures.alarm_cycles, 2);
+        assert_eq!(c.behaviour, Behaviour::Transient, "{}", c.explanation);
     }
 
     #[test]

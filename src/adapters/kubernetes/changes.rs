@@ -10,7 +10,7 @@ use kube::Api;
 use kube::api::{ListParams, ObjectList, PartialObjectMeta};
 
 use super::connection::Cluster;
-use super::timestamps::time_of;
+use super::timestamps::{newest_edit, time_of};
 use crate::evidence::changes::{
     ClusterActivity, ClusterEvent, ConfigMapStamp, ContainerTemplate, PodTemplate, ProbeTemplate,
     Revision,
@@ -111,6 +111,7 @@ pub fn activity(
                         .filter_map(|f| time_of(f.time.as_ref()))
                         .max()
                         .or_else(|| time_of(c.metadata.creation_timestamp.as_ref())),
+                    edit: newest_edit(c.metadata.managed_fields.as_ref(), "f:data"),
                 })
                 .collect();
         }

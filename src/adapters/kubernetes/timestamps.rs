@@ -11,3 +11,30 @@ pub(super) fn time_of<T: Serialize>(t: Option<&T>) -> Option<DateTime<Utc>> {
         .ok()
         .map(|t| t.with_timezone(&Utc))
 }
+
+/// The newest write by a person or tool to `section` (`f:spec`, `f:data`) of
+/// an object, from its `managedFields`: status writes (the controllers
+/// keeping `status` current) are not edits. Only field names are read.
+pub(super) fn newest_edit(
+    managed: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>>,
+    section: &str,
+) -> Option<crate::evidence::changes::FieldEdit> {
+    managed
+        .into_iter()
+        .flatten()
+        .filter(|f| f.subresource.as_deref() != Some("status"))
+        .filter_map(|f| {
+            let touched = f.fields_v1.as_ref()?.0.get(section)?.as_object()?;
+            let fields: Vec<String> = touched
+                .keys()
+                .filter_map(|k| k.strip_prefix("f:"))
+                .map(str::to_owned)
+                .collect();
+            Some(crate::evidence::changes::FieldEdit {
+                at: time_of(f.time.as_ref())?,
+                fields,
+                manager: f.manager.clone(),
+            })
+        })
+        .max_by_key(|e| e.at)
+}

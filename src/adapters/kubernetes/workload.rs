@@ -582,6 +582,7 @@ fn hpa_from_v2(h: &hpa_v2::HorizontalPodAutoscaler) -> HpaInfo {
                     .map(|p| format!("{} {} per {} s", p.type_, p.value, p.period_seconds))
                     .collect(),
             }),
+        spec_edit: super::timestamps::newest_edit(h.metadata.managed_fields.as_ref(), "f:spec"),
         conditions: status
             .and_then(|s| s.conditions.as_ref())
             .into_iter()
@@ -612,6 +613,7 @@ fn hpa_from_v1(h: &hpa_v1::HorizontalPodAutoscaler) -> HpaInfo {
         current_cpu_utilization: status.and_then(|s| s.current_cpu_utilization_percentage),
         conditions: Vec::new(),
         scale_down: None,
+        spec_edit: super::timestamps::newest_edit(h.metadata.managed_fields.as_ref(), "f:spec"),
     }
 }
 

@@ -46,7 +46,7 @@ impl Aspect {
                 | F::PodImbalance
         );
         match self {
-            A::Code | A::Image | A::Command | A::Environment | A::Config => code,
+            A::Code | A::Restart | A::Image | A::Command | A::Environment | A::Config => code,
             A::CpuLimit => matches!(
                 finding,
                 F::RecentDeploy
@@ -243,6 +243,7 @@ impl Timeline {
             );
             changes.extend(capacity(&workload.activity.capacity));
             changes.extend(config_maps(workload));
+            changes.extend(hpa_edit(workload));
         }
         if let Some(trail) = sources.trail {
             let mut seen = std::collections::BTreeSet::new();
@@ -298,18 +299,48 @@ impl Timeline {
             .filter(|f| f.verdict == Verdict::Supported && f.role == Role::Cause)
             .map(|f| &f.id)
             .collect();
-        let best = self
+        let plausible = |c: &Change| {
+            // A lowered scaling limit bites only when demand reaches it,
+            // hours later perhaps: it stays plausible over the whole lookback.
+            let window = if c.kind == ChangeKind::Scaling && c.aspects.contains(&Aspect::Replicas) {
+                LOOKBACK
+            } else {
+                PLAUSIBLE_WINDOW
+            };
+            c.came_before(Duration::minutes(1))
+                && c.offset_seconds.is_some_and(|s| s >= -window.num_seconds())
+                && causes.iter().any(|id| c.relates_to(id))
+        };
+        let mut best = self
             .changes
             .iter()
             .enumerate()
-            .filter(|(_, c)| c.came_before(Duration::minutes(1)))
-            .filter(|(_, c)| {
-                c.offset_seconds
-                    .is_some_and(|s| s >= -PLAUSIBLE_WINDOW.num_seconds())
-            })
-            .filter(|(_, c)| causes.iter().any(|id| c.relates_to(id)))
+            .filter(|(_, c)| plausible(c))
             .max_by_key(|(_, c)| (!c.automatic, c.at))
             .map(|(i, _)| i);
+        // A restart is how a ConfigMap edit reaches running pods: the edit
+        // before it is the change in substance.
+        if let Some(restart) = best.filter(|i| self.changes[*i].aspects == [Aspect::Restart]) {
+            let restarted_at = self.changes[restart].at;
+            let edit = self
+                .changes
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.kind == ChangeKind::ConfigMap && plausible(c))
+                .filter(|(_, c)| c.at <= restarted_at && restarted_at - c.at <= PLAUSIBLE_WINDOW)
+                .max_by_key(|(_, c)| c.at)
+                .map(|(i, _)| i);
+            if let Some(edit) = edit {
+                let note = format!(
+                    "took effect with the {} {} later ({})",
+                    self.changes[restart].subject,
+                    human_duration(restarted_at - self.changes[edit].at),
+                    self.changes[restart].summary
+                );
+                self.changes[edit].details.push(note);
+                best = Some(edit);
+            }
+        }
         for (i, change) in self.changes.iter_mut().enumerate() {
             change.most_plausible = Some(i) == best;
         }
@@ -439,7 +470,7 @@ fn rollouts(workload: &Workload) -> Vec<Change> {
                 ),
                 (Some(_), _) => (
                     format!("{number}: the same pod template as before (a restart)"),
-                    vec![Aspect::Code],
+                    vec![Aspect::Restart],
                     Vec::new(),
                 ),
                 (None, Some(_)) => (
@@ -569,16 +600,70 @@ fn config_maps(workload: &Workload) -> Vec<Change> {
         .iter()
         .filter(|c| read.contains(&&c.name))
         .filter_map(|c| {
+            let at = c.changed_at?;
+            // The keys written then, when the edit is the write that time stands for.
+            let edit = c
+                .edit
+                .as_ref()
+                .filter(|e| e.at == at && !e.fields.is_empty());
+            let summary = match edit {
+                Some(e) => format!(
+                    "{} updated{} (the pods read it; running pods see it only on restart or reload)",
+                    e.fields.join(", "),
+                    e.manager
+                        .as_deref()
+                        .map(|m| format!(" by {m}"))
+                        .unwrap_or_default()
+                ),
+                None => "updated (the pods read it; running pods see it only on restart or reload)"
+                    .to_owned(),
+            };
             Some(Change::in_cluster(
                 ChangeKind::ConfigMap,
-                c.changed_at?,
+                at,
                 format!("configmap {}/{}", workload.service.namespace, c.name),
-                "updated (the pods read it; running pods see it only on restart or reload)"
-                    .to_owned(),
+                summary,
                 vec![Aspect::Config],
             ))
         })
         .collect()
+}
+
+/// A person's (or a tool's) edit of the HPA's spec: its limits and targets
+/// decide how far the workload can scale. The HPA's own rescaling is in
+/// [`scaling`]; its status writes are not edits.
+fn hpa_edit(workload: &Workload) -> Option<Change> {
+    let hpa = workload.hpa.as_ref()?;
+    let edit = hpa.spec_edit.as_ref()?;
+    let now_value = |field: &str| match field {
+        "maxReplicas" => Some(format!("maxReplicas (now {})", hpa.max_replicas)),
+        "minReplicas" => hpa.min_replicas.map(|m| format!("minReplicas (now {m})")),
+        _ => None,
+    };
+    let fields: Vec<String> = edit
+        .fields
+        .iter()
+        .map(|f| now_value(f).unwrap_or_else(|| f.clone()))
+        .collect();
+    let limits = edit
+        .fields
+        .iter()
+        .any(|f| matches!(f.as_str(), "maxReplicas" | "minReplicas" | "metrics"));
+    Some(Change {
+        by: edit.manager.clone(),
+        details: edit.manager.iter().map(|m| format!("by {m}")).collect(),
+        ..Change::in_cluster(
+            ChangeKind::Scaling,
+            edit.at,
+            format!("HPA {}", hpa.name),
+            format!("spec edited: {}", fields.join(", ")),
+            if limits {
+                vec![Aspect::Replicas]
+            } else {
+                vec![Aspect::ScaleIn]
+            },
+        )
+    })
 }
 
 #[cfg(test)]

@@ -225,3 +225,40 @@ fn a_related_change_hours_before_the_breach_stays_in_the_timeline_but_is_not_sin
             .starts_with("No change linked to the causes; the last: 3 h 00 min before the breach")
     );
 }
+
+#[test]
+fn a_lowered_hpa_maximum_hours_before_the_peak_is_the_change_behind_an_hpa_at_its_limit() {
+    use crate::evidence::changes::FieldEdit;
+    use crate::evidence::workload::HpaInfo;
+    let mut workload = crate::fixtures::workload();
+    workload.hpa = Some(HpaInfo {
+        name: "search-api".into(),
+        api_version: "autoscaling/v2".into(),
+        created_as_v1: false,
+        min_replicas: Some(2),
+        max_replicas: 4,
+        target_cpu_utilization: Some(70),
+        other_metrics: vec![],
+        current_replicas: Some(4),
+        desired_replicas: Some(4),
+        current_cpu_utilization: Some(147),
+        conditions: vec![],
+        scale_down: None,
+        // Older than the two hours a deploy stays plausible: the limit
+        // bit only when the midday peak reached it.
+        spec_edit: Some(FieldEdit {
+            at: breach() - Duration::minutes(165),
+            fields: vec!["maxReplicas".into()],
+            manager: Some("kubectl-patch".into()),
+        }),
+    });
+    let mut timeline = timeline_of(Vec::new(), Some(&workload));
+    timeline.mark_most_plausible(&[supported_cause(FindingId::HpaCannotReact)]);
+    let chosen = timeline.most_plausible().expect("the HPA edit");
+    assert_eq!(chosen.kind, ChangeKind::Scaling);
+    assert!(!chosen.automatic);
+    assert_eq!(
+        timeline.headline().unwrap(),
+        "Changed 2 h 45 min before the breach: HPA search-api: spec edited: maxReplicas (now 4)"
+    );
+}

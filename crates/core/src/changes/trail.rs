@@ -138,7 +138,7 @@ fn load_balancing(event: &TrailEvent, request: &Value, path: &RequestPath) -> Op
             Some((
                 ChangeKind::Listener,
                 format!("listener of {lb}"),
-                routing(name, request),
+                routing(name, request, path),
                 vec![Aspect::Routing],
             ))
         }
@@ -219,7 +219,9 @@ fn attributes(request: &Value) -> String {
     }
 }
 
-fn routing(name: &str, request: &Value) -> String {
+/// `rule modified (/cart*): forward to k8s-shop-cart-... 50 %, k8s-shop-canary-... 50 %`:
+/// where the traffic goes after the change is what moves a target group's load.
+fn routing(name: &str, request: &Value, path: &RequestPath) -> String {
     let patterns: Vec<String> = request["conditions"]
         .as_array()
         .into_iter()
@@ -232,11 +234,54 @@ fn routing(name: &str, request: &Value) -> String {
         })
         .collect();
     let what = sentence(name);
-    if patterns.is_empty() {
+    let what = if patterns.is_empty() {
         what
     } else {
         format!("{what} ({})", patterns.join(", "))
+    };
+    match forwards(request, path) {
+        Some(to) => format!("{what}: forward to {to}"),
+        None => what,
     }
+}
+
+/// The target groups a listener's or rule's forward actions send to, with
+/// their share of the traffic when the forward is weighted.
+fn forwards(request: &Value, path: &RequestPath) -> Option<String> {
+    let name = |arn: &str| {
+        path.target_groups
+            .get(arn)
+            .cloned()
+            .unwrap_or_else(|| arn.rsplit('/').nth(1).unwrap_or(arn).to_owned())
+    };
+    let actions = ["defaultActions", "actions"]
+        .iter()
+        .flat_map(|key| request[*key].as_array().into_iter().flatten());
+    let mut parts = Vec::new();
+    for action in actions {
+        let weighted: Vec<(String, f64)> = action["forwardConfig"]["targetGroups"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|g| {
+                let weight = g["weight"].as_f64().unwrap_or(1.0).max(0.0);
+                Some((name(g["targetGroupArn"].as_str()?), weight))
+            })
+            .collect();
+        let total: f64 = weighted.iter().map(|(_, w)| w).sum();
+        if weighted.len() > 1 && total > 0.0 {
+            parts.extend(
+                weighted
+                    .iter()
+                    .map(|(g, w)| format!("{g} {:.0} %", 100.0 * w / total)),
+            );
+        } else if let Some((g, _)) = weighted.first() {
+            parts.push(g.clone());
+        } else if let Some(arn) = action["targetGroupArn"].as_str() {
+            parts.push(name(arn));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// `RevokeSecurityGroupIngress` on a group the load balancer uses, or on
@@ -539,6 +584,29 @@ mod tests {
             ["by platform-admin/jane@example.com (aws-cli)"]
         );
         assert!(!change.automatic);
+    }
+
+    #[test]
+    fn a_weighted_forward_names_each_group_and_its_share_of_the_traffic() {
+        let canary = "arn:aws:elasticloadbalancing:us-west-2:111122223333:targetgroup/k8s-shop-canary-9f8e7d/0badc0de";
+        let request = serde_json::json!({
+            "listenerArn": "arn:aws:elasticloadbalancing:us-west-2:111122223333:listener/app/k8s-shop/50dc6c495c0c9188/f00d",
+            "defaultActions": [{"type": "forward", "forwardConfig": {"targetGroups": [
+                {"targetGroupArn": GROUP, "weight": 50},
+                {"targetGroupArn": canary, "weight": 50}
+            ]}}]
+        });
+        let e = event(
+            "ModifyListener",
+            "elasticloadbalancing.amazonaws.com",
+            by_jane(request, "console.amazonaws.com"),
+        );
+        let change = interpret(&e, &path()).unwrap();
+        assert_eq!(change.kind, ChangeKind::Listener);
+        assert_eq!(
+            change.summary,
+            "listener modified: forward to k8s-shop-cart-1a2b3c 50 %, k8s-shop-canary-9f8e7d 50 %"
+        );
     }
 
     #[test]

@@ -36,6 +36,9 @@ pub enum ChangeOrigin {
 pub enum Aspect {
     /// A rollout whose content is unknown (its template was not read).
     Code,
+    /// The same pod template rolled again (`kubectl rollout restart`): the
+    /// pods re-read their ConfigMaps and Secrets, nothing else changed.
+    Restart,
     Image,
     Command,
     Environment,

@@ -100,6 +100,19 @@ pub struct ClusterEvent {
 pub struct ConfigMapStamp {
     pub name: String,
     pub changed_at: Option<DateTime<Utc>>,
+    /// The edit that time stands for, from `managedFields` (key names only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit: Option<FieldEdit>,
+}
+
+/// The newest write to an object's `data` or `spec`, as `managedFields`
+/// records it: when, which fields (names, never values), and by which
+/// manager (`kubectl-edit`, `kubectl-patch`, `argocd-controller`, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldEdit {
+    pub at: DateTime<Utc>,
+    pub fields: Vec<String>,
+    pub manager: Option<String>,
 }
 
 /// What the cluster said about change around the workload.

@@ -202,6 +202,9 @@ pub struct HpaInfo {
     /// `spec.behavior.scaleDown` (autoscaling/v2 only): how fast it removes pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scale_down: Option<ScaleDownBehaviour>,
+    /// The newest write to its spec (a person lowering `maxReplicas`, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec_edit: Option<crate::evidence::changes::FieldEdit>,
 }
 
 /// How an HPA scales in, as its `behavior.scaleDown` says (Kubernetes'

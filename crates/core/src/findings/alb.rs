@@ -367,7 +367,11 @@ fn change_evidence(
                     "{}: {} while breaching, usually {}{}",
                     s.label(),
                     value(part.during),
-                    value(part.baseline),
+                    if part.appeared {
+                        "nothing (it served no requests before)".to_owned()
+                    } else {
+                        value(part.baseline)
+                    },
                     if s.culprit {
                         format!(
                             "; without its change the alarm's metric would be {} (culprit)",

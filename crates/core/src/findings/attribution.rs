@@ -132,6 +132,10 @@ pub struct GroupAttribution {
     pub without_its_change: Option<f64>,
     /// Its baseline already breaches the threshold on its own.
     pub standing: bool,
+    /// It served nothing over the baseline periods and serves now (a new
+    /// group, or one a listener started sending to): its usual level is
+    /// "not in the mix", so its change is its whole part.
+    pub appeared: bool,
 }
 
 /// What the attribution concluded.
@@ -396,7 +400,9 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
                                     requests: now.requests,
                                     ..*usual
                                 }),
-                                _ => Some(now),
+                                // It usually served nothing: out of the mix.
+                                (true, None) => None,
+                                (false, _) => Some(now),
                             }
                         })
                         .collect();
@@ -454,8 +460,21 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
                     .collect::<Vec<_>>(),
             );
             let Some((usual, spread)) = levels[i] else {
+                // Nothing over the baseline, something now: it appeared.
+                let Some(during) = during else {
+                    return GroupAttribution::default();
+                };
+                let without_its_change = over_breach(&at_baseline(&[i]));
+                let effect = match (observed, without_its_change) {
+                    (Some(o), Some(w)) => ((o - w) * sign).max(0.0),
+                    _ => 0.0,
+                };
                 return GroupAttribution {
-                    during,
+                    during: Some(during),
+                    changed: effect > THRESHOLD_SHARE * q.threshold.abs(),
+                    effect,
+                    without_its_change,
+                    appeared: true,
                     ..GroupAttribution::default()
                 };
             };
@@ -476,6 +495,7 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
                 effect,
                 without_its_change,
                 standing: q.comparison.breaches(usual.value, q.threshold),
+                appeared: false,
             }
         })
         .collect();
@@ -533,6 +553,8 @@ fn name_culprits(
         .map(|g| match (g.during, g.baseline) {
             (Some(d), Some(b)) if b.abs() > 1e-9 => ((d - b) * sign / b.abs()).max(0.0),
             (Some(d), Some(_)) => (d * sign).max(0.0) * 1e9,
+            // A group that appeared moved by all of itself.
+            (Some(_), None) if g.appeared => f64::MAX / 4.0,
             _ => 0.0,
         })
         .collect();

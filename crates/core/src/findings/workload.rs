@@ -1179,6 +1179,39 @@ fn hpa_verdict(
     }
 }
 
+/// `the edit of ConfigMap invoices-config (WEB_CONCURRENCY)`: the newest
+/// write, within two hours before `rollout`, to a ConfigMap the pods read.
+fn config_map_edit_before(
+    workload: &Workload,
+    rollout: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
+    let read = &workload
+        .deployment
+        .as_ref()?
+        .revisions
+        .first()?
+        .template
+        .as_ref()?
+        .config_maps;
+    let stamp = workload
+        .activity
+        .config_maps
+        .iter()
+        .filter(|c| read.contains(&c.name))
+        .filter(|c| {
+            c.changed_at
+                .is_some_and(|t| t <= rollout && rollout - t <= crate::changes::PLAUSIBLE_WINDOW)
+        })
+        .max_by_key(|c| c.changed_at)?;
+    let keys = stamp
+        .edit
+        .as_ref()
+        .filter(|e| Some(e.at) == stamp.changed_at && !e.fields.is_empty())
+        .map(|e| format!(" ({})", e.fields.join(", ")))
+        .unwrap_or_default();
+    Some(format!("the edit of ConfigMap {}{keys}", stamp.name))
+}
+
 fn deploy(workload: &Workload, classification: &Classification) -> Finding {
     let rollout = workload.deployment.as_ref().and_then(|d| d.last_rollout);
     let started = classification.figures.episode_started_at;
@@ -1239,15 +1272,34 @@ fn deploy(workload: &Workload, classification: &Classification) -> Finding {
         (Some(what), Verdict::Supported) => format!("{summary} It {what}."),
         _ => summary,
     };
+    // A restart (the same template) carries no change of its own: what it
+    // brought in is a ConfigMap edit the pods read, when one came before it.
+    let restart = changed.as_ref().is_some_and(Vec::is_empty);
+    let applied = rollout
+        .filter(|_| restart)
+        .and_then(|r| config_map_edit_before(workload, r));
+    if let Some(edit) = &applied {
+        evidence.push(Evidence::text("what the restart applied", edit.clone()));
+    }
+    let summary = match (&applied, verdict) {
+        (Some(edit), Verdict::Supported) => {
+            format!("{summary} It restarted the pods onto {edit}.")
+        }
+        _ => summary,
+    };
     Finding {
         role: Default::default(),
         id: FindingId::RecentDeploy,
         hypothesis: "A recent deploy caused it".to_owned(),
-        cause: (verdict == Verdict::Supported).then(|| match &changed {
-            Some(d) if !d.is_empty() => format!(
+        cause: (verdict == Verdict::Supported).then(|| match (&changed, &applied) {
+            (Some(d), _) if !d.is_empty() => format!(
                 "a deploy just before the first transition ({})",
                 crate::changes::summary_of(d)
             ),
+            (_, Some(edit)) => format!("a restart just before the first transition, onto {edit}"),
+            (Some(_), None) => {
+                "a restart (the same pod template) just before the first transition".to_owned()
+            }
             _ => "a deploy just before the first transition".to_owned(),
         }),
         ruled_out_by: match (verdict, rollout, started) {

@@ -382,3 +382,58 @@ fn a_percentile_is_calibrated_by_ratio_so_the_counterfactual_stays_on_its_scale(
     let without = a.counterfactual.unwrap();
     assert!(without > 0.05 && without < 1.5, "{without}");
 }
+
+/// Series that exist only from minute `from` on (a group that served nothing before).
+fn from_minute(value: f64, from: usize, minutes: usize) -> MetricSeries {
+    MetricSeries {
+        id: "s".into(),
+        points: (from..minutes).map(|m| (t(m as i64), value)).collect(),
+    }
+}
+
+#[test]
+fn a_group_that_starts_serving_slowly_when_the_breach_begins_is_the_culprit() {
+    // A canary behind a weighted forward: no requests (no datapoints) until a
+    // listener change sends it half of cart's traffic, slow; stable cart
+    // loses that half and keeps its latency.
+    let canary = Group {
+        value: from_minute(1.9, 30, MINUTES),
+        requests: from_minute(700.0, 30, MINUTES),
+        p50: from_minute(1.1, 30, MINUTES),
+        p99: from_minute(4.0, 30, MINUTES),
+        maximum: from_minute(8.0, 30, MINUTES),
+    };
+    let groups = [
+        group(&steady(0.086, MINUTES), &step(1400.0, 700.0, 30, MINUTES)),
+        canary,
+        group(&steady(0.05, MINUTES), &steady(2000.0, MINUTES)),
+    ];
+    let a = ask(&groups, &minutes(30..40), "Average", 0.25);
+    assert_eq!(a.outcome, Outcome::Culprits, "{a:#?}");
+    assert_eq!(a.culprits, [1]);
+    assert!(a.groups[1].appeared && a.groups[1].baseline.is_none());
+    assert!(a.sufficient);
+    assert!(a.counterfactual.unwrap() < 0.1, "{a:#?}");
+    assert!(
+        !a.groups[0].changed,
+        "stable cart only lost traffic: {a:#?}"
+    );
+}
+
+#[test]
+fn a_group_that_starts_serving_fast_is_no_culprit() {
+    let fast = Group {
+        value: from_minute(0.02, 30, MINUTES),
+        requests: from_minute(500.0, 30, MINUTES),
+        p50: from_minute(0.01, 30, MINUTES),
+        p99: from_minute(0.05, 30, MINUTES),
+        maximum: from_minute(0.1, 30, MINUTES),
+    };
+    let groups = [
+        group(&step(0.1, 3.0, 30, MINUTES), &steady(400.0, MINUTES)),
+        fast,
+    ];
+    let a = ask(&groups, &minutes(30..40), "Average", 0.8);
+    assert_eq!(a.culprits, [0], "{a:#?}");
+    assert!(!a.groups[1].changed);
+}

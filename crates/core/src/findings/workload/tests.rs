@@ -49,6 +49,7 @@ fn hpa(target: i32, current: i32, max: i32) -> HpaInfo {
         current_cpu_utilization: Some(70),
         conditions: vec![],
         scale_down: None,
+        spec_edit: None,
     }
 }
 
