@@ -323,47 +323,13 @@ fn held_reports_render_as_snapshotted_and_validate() {
 /// one alarm of each kind, a name with Slack markup in it (stays text).
 #[test]
 fn the_noise_digest_renders_as_text_and_as_slack_blocks() {
-    use alarm_triage::alarm::AlarmState;
-    use alarm_triage::digest::{AlarmOverSpan, digest, render, slack_message};
-    use alarm_triage::history::{AlarmHistory, StateChange};
+    use alarm_triage::digest::{digest, render, slack_message};
+    use alarm_triage_core::fixtures::alarm_over_span;
     use chrono::{Duration, TimeZone, Utc};
 
     let now = Utc.with_ymd_and_hms(2026, 12, 2, 8, 0, 0).unwrap();
     let from = now - Duration::days(7);
-    let alarm = |name: &str, trips: &[(i64, i64)]| {
-        // (minutes ago it fired, minutes it lasted)
-        let changes = trips
-            .iter()
-            .flat_map(|(ago, lasted)| {
-                let at = now - Duration::minutes(*ago);
-                [
-                    StateChange {
-                        at,
-                        from: AlarmState::Ok,
-                        to: AlarmState::Alarm,
-                    },
-                    StateChange {
-                        at: at + Duration::minutes(*lasted),
-                        from: AlarmState::Alarm,
-                        to: AlarmState::Ok,
-                    },
-                ]
-            })
-            .collect();
-        AlarmOverSpan {
-            name: name.into(),
-            threshold: Some(1.0),
-            comparison: Some("GreaterThanThreshold".into()),
-            statistic: Some("Average".into()),
-            period_seconds: 60,
-            evaluation_periods: 1,
-            datapoints_to_alarm: None,
-            history: AlarmHistory::from_unordered(changes),
-            state_at_start: AlarmState::Ok,
-            metric_values: vec![0.5; 100],
-            diagnoses: None,
-        }
-    };
+    let alarm = |name: &str, trips: &[(i64, i64)]| alarm_over_span(name, trips, now);
     let flapping = alarm(
         "<!channel> *checkout-latency*",
         &[(100, 3), (200, 4), (300, 2), (400, 5), (500, 3)],

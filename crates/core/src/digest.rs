@@ -372,34 +372,7 @@ mod tests {
     }
 
     fn alarm(name: &str, trips: &[(i64, i64)]) -> AlarmOverSpan {
-        // (minutes ago it fired, minutes it lasted)
-        let mut changes = Vec::new();
-        for (ago, lasted) in trips {
-            let at = now() - Duration::minutes(*ago);
-            changes.push(StateChange {
-                at,
-                from: AlarmState::Ok,
-                to: AlarmState::Alarm,
-            });
-            changes.push(StateChange {
-                at: at + Duration::minutes(*lasted),
-                from: AlarmState::Alarm,
-                to: AlarmState::Ok,
-            });
-        }
-        AlarmOverSpan {
-            name: name.into(),
-            threshold: Some(1.0),
-            comparison: Some("GreaterThanThreshold".into()),
-            statistic: Some("Average".into()),
-            period_seconds: 60,
-            evaluation_periods: 1,
-            datapoints_to_alarm: None,
-            history: AlarmHistory::from_unordered(changes),
-            state_at_start: AlarmState::Ok,
-            metric_values: vec![0.5; 100],
-            diagnoses: None,
-        }
+        crate::fixtures::alarm_over_span(name, trips, now())
     }
 
     #[test]

@@ -82,3 +82,46 @@ pub fn workload() -> crate::evidence::workload::Workload {
         activity: Default::default(),
     }
 }
+
+/// One alarm over a digest's span: threshold 1 on a 1-minute Average, its
+/// metric at 0.5, and a trip into ALARM for each `(minutes before now it
+/// fired, minutes it lasted)`.
+pub fn alarm_over_span(
+    name: &str,
+    trips: &[(i64, i64)],
+    now: chrono::DateTime<chrono::Utc>,
+) -> crate::digest::AlarmOverSpan {
+    use crate::alarm::AlarmState;
+    use crate::history::{AlarmHistory, StateChange};
+    let changes = trips
+        .iter()
+        .flat_map(|(ago, lasted)| {
+            let at = now - chrono::Duration::minutes(*ago);
+            [
+                StateChange {
+                    at,
+                    from: AlarmState::Ok,
+                    to: AlarmState::Alarm,
+                },
+                StateChange {
+                    at: at + chrono::Duration::minutes(*lasted),
+                    from: AlarmState::Alarm,
+                    to: AlarmState::Ok,
+                },
+            ]
+        })
+        .collect();
+    crate::digest::AlarmOverSpan {
+        name: name.into(),
+        threshold: Some(1.0),
+        comparison: Some("GreaterThanThreshold".into()),
+        statistic: Some("Average".into()),
+        period_seconds: 60,
+        evaluation_periods: 1,
+        datapoints_to_alarm: None,
+        history: AlarmHistory::from_unordered(changes),
+        state_at_start: AlarmState::Ok,
+        metric_values: vec![0.5; 100],
+        diagnoses: None,
+    }
+}
