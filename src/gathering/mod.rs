@@ -30,8 +30,9 @@ use crate::evidence::model::{self, EvidenceGap, LoadBalancer};
 use crate::evidence::workload::{PodSeries, TargetGroupBindings, Workload, WorkloadTarget};
 use crate::evidence::{
     AlbEvidence, AuditTrailSource, Budget, Collection, EvidenceSources, GatheredEvidence,
-    GroupEvidence, KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricSource, Plan,
-    PlannedMetric, PodSeriesSource, Statistics, plan, source, statistics_from, statistics_queries,
+    GroupEvidence, KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricHistory,
+    MetricSource, Plan, PlannedMetric, PodSeriesSource, STANDING_SPAN_DAYS, Statistics, plan,
+    source, standing_from, standing_queries, statistics_from, statistics_queries,
 };
 use crate::findings::{Investigation, alb::AlbAnalysis};
 pub use ledger::Ledger;
@@ -76,6 +77,7 @@ struct CloudData {
     history: Option<crate::history::AlarmHistory>,
     definition: Option<Option<model::AlarmDefinition>>,
     statistics: Option<Statistics>,
+    standing: Option<MetricHistory>,
     alb: Option<AlbEvidence>,
     /// The cluster connection succeeded (or was not needed).
     connected: bool,
@@ -156,6 +158,7 @@ async fn read_phases<S: EvidenceSources>(
             history: cloud.history,
             definition: cloud.definition,
             statistics: cloud.statistics,
+            standing: cloud.standing,
             alb: cloud.alb,
             ..GatheredEvidence::default()
         },
@@ -263,6 +266,23 @@ async fn read_cloud<S: EvidenceSources>(
             .await?;
         Some(statistics_from(metric, series))
     };
+    // Beside the window: the same metric over the days CloudWatch keeps, in
+    // one call, so every alarm can be asked "was it always like this?".
+    let standing = async {
+        let metric = plan.metric.as_ref()?;
+        let from = window.end - chrono::Duration::days(STANDING_SPAN_DAYS);
+        let series = ledger
+            .run(
+                source::METRIC_HISTORY,
+                sources.metric_data(
+                    &standing_queries(metric),
+                    align(from, metric.period_seconds),
+                    window.end,
+                ),
+            )
+            .await?;
+        Some(standing_from(metric, series))
+    };
     let alb = async {
         let dimension = plan.load_balancer_dimension.as_deref()?;
         read_load_balancer(
@@ -298,12 +318,13 @@ async fn read_cloud<S: EvidenceSources>(
             .unwrap_or_else(|| Some(TargetGroupBindings::default()));
         (true, bindings)
     };
-    let (history, definition, statistics, alb, (connected, bindings)) =
-        tokio::join!(history, definition, statistics, alb, cluster);
+    let (history, definition, statistics, standing, alb, (connected, bindings)) =
+        tokio::join!(history, definition, statistics, standing, alb, cluster);
     CloudData {
         history,
         definition,
         statistics,
+        standing,
         alb,
         connected,
         bindings,

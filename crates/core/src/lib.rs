@@ -26,6 +26,7 @@ pub mod next_steps;
 pub mod render;
 pub mod series;
 pub mod severity;
+pub mod suspects;
 pub mod triage;
 
 pub use error::{Error, Result};

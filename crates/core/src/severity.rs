@@ -53,6 +53,9 @@ pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
             "nothing changed: the alarm fires on the metric's usual level".to_owned(),
         );
     }
+    if let Some(reason) = users_unaffected(impact) {
+        return (Severity::Warning, reason);
+    }
     let statistic = impact.alarm.evaluated_statistic();
     let latency = impact.alarm.family() == MetricFamily::Latency;
     let slowest_culprit = impact
@@ -94,15 +97,61 @@ pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
     }
 }
 
+/// Alarms about the targets' health or the callers' requests, while what
+/// users felt did not change: a load balancer whose targets all fail their
+/// checks fails open and keeps routing, and 4xx are callers' errors until
+/// shown otherwise. The alarm says something is wrong; users do not feel it yet.
+fn users_unaffected(impact: &Impact<'_>) -> Option<String> {
+    let family = impact.alarm.family();
+    let network = impact.alarm.namespace() == Some("AWS/NetworkELB");
+    let (balancer, traffic) = if network {
+        ("NLB", "flows")
+    } else {
+        ("ALB", "requests")
+    };
+    let culprit = impact.target_groups.iter().find(|g| g.culprit)?;
+    let users = culprit.users?;
+    if !users.unaffected() {
+        return None;
+    }
+    match family {
+        MetricFamily::UnhealthyHosts | MetricFamily::HealthyHosts => {
+            let targets =
+                culprit.targets_healthy.unwrap_or(0) + culprit.targets_not_healthy.unwrap_or(0);
+            let unhealthy = culprit.targets_not_healthy.unwrap_or(0);
+            let state = if targets > 0 && unhealthy == targets {
+                format!(
+                    "all {targets} targets of {} unhealthy; the {balancer} fails open and",
+                    culprit.label()
+                )
+            } else {
+                format!(
+                    "{unhealthy} of {targets} targets of {} unhealthy;",
+                    culprit.label()
+                )
+            };
+            Some(format!(
+                "{state} {traffic} and failures are unchanged: users are not affected yet"
+            ))
+        }
+        MetricFamily::ClientErrors => Some(format!(
+            "client errors: {} rejects some callers' requests while its other {traffic} and failures are unchanged; callers' errors until shown otherwise",
+            culprit.label()
+        )),
+        _ => None,
+    }
+}
+
 /// Users get errors: a culprit group with no healthy target (every request
 /// to it fails), or a 5xx cause failing at least [`FAILING_SHARE`] of its
 /// requests for [`SUSTAINED_IMPACT_MINUTES`].
 fn failing_for_users(impact: &Impact<'_>) -> Option<String> {
-    if let Some(group) = impact
-        .target_groups
-        .iter()
-        .find(|g| g.culprit && g.targets_healthy == Some(0) && g.targets_not_healthy > Some(0))
-    {
+    if let Some(group) = impact.target_groups.iter().find(|g| {
+        g.culprit
+            && g.targets_healthy == Some(0)
+            && g.targets_not_healthy > Some(0)
+            && !g.users.is_some_and(|u| u.unaffected())
+    }) {
         return Some(format!(
             "no healthy target left in {}: its requests fail",
             group.label()
@@ -165,6 +214,7 @@ mod tests {
             baseline: None,
             without_its_change: None,
             http_5xx_in_window: None,
+            users: None,
             unhealthy_hosts_peak: None,
             targets_healthy: None,
             targets_not_healthy: None,
@@ -288,5 +338,67 @@ mod tests {
             assess_with(Behaviour::Sustained, "Average", 8.0, 3, &[low]),
             Severity::Info
         );
+    }
+
+    fn health_alarm(namespace: &str) -> AlarmFacts {
+        let mut a = crate::fixtures::sample().alarm;
+        if let Some(w) = a.watched.as_mut() {
+            w.namespace = namespace.to_owned();
+            w.name = "UnHealthyHostCount".to_owned();
+        }
+        a
+    }
+
+    fn all_unhealthy(users: crate::diagnosis::summary::UserImpact) -> TargetGroupSummary {
+        TargetGroupSummary {
+            targets_healthy: Some(0),
+            targets_not_healthy: Some(3),
+            users: Some(users),
+            ..group(3.0)
+        }
+    }
+
+    fn impact(before: f64, during: f64, failures: f64) -> crate::diagnosis::summary::UserImpact {
+        crate::diagnosis::summary::UserImpact {
+            requests_per_minute_before: before,
+            requests_per_minute_while_breaching: during,
+            failures_per_minute_before: 0.0,
+            failures_per_minute_while_breaching: failures,
+        }
+    }
+
+    #[test]
+    fn every_target_unhealthy_while_flows_go_on_is_a_warning_that_users_are_not_affected() {
+        let alarm = health_alarm("AWS/NetworkELB");
+        let groups = [all_unhealthy(impact(2600.0, 2590.0, 0.0))];
+        let (severity, reason) = assess(&Impact {
+            kind: ReportKind::Diagnosis,
+            behaviour: Behaviour::Sustained,
+            alarm: &alarm,
+            findings: &[],
+            target_groups: &groups,
+            breaching_minutes: 10,
+        });
+        assert_eq!(severity, Severity::Warning);
+        assert!(
+            reason.contains("all 3 targets") && reason.contains("the NLB fails open"),
+            "{reason}"
+        );
+        assert!(reason.ends_with("users are not affected yet"), "{reason}");
+    }
+
+    #[test]
+    fn every_target_unhealthy_while_traffic_fails_is_critical() {
+        let alarm = health_alarm("AWS/ApplicationELB");
+        let groups = [all_unhealthy(impact(2600.0, 2590.0, 900.0))];
+        let (severity, reason) = assess(&Impact {
+            kind: ReportKind::Diagnosis,
+            behaviour: Behaviour::Sustained,
+            alarm: &alarm,
+            findings: &[],
+            target_groups: &groups,
+            breaching_minutes: 10,
+        });
+        assert_eq!(severity, Severity::Critical, "{reason}");
     }
 }

@@ -128,6 +128,7 @@ pub fn assemble(
         target_groups: decided.target_groups,
         workload: decided.workload,
         what_changed: decided.changes.headline(),
+        suspects: decided.changes.suspects,
         changes: decided.changes.changes,
         notes,
         alarm_lasted_seconds: alarm_lasted.and_then(|d| u64::try_from(d.num_seconds()).ok()),

@@ -57,6 +57,7 @@ fn verdict_of<'a>(diagnosis: &'a Value, id: &str) -> Option<&'a str> {
 fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
     assert_roles_as_expected(world, diagnosis);
     assert_change_as_expected(world, diagnosis);
+    assert_suspects_and_severity_as_expected(world, diagnosis);
     let expected = world.expected();
     if let Some(origin) = expected["series_origin_contains"].as_str() {
         let got = diagnosis["workload"]["series_origin"]
@@ -153,6 +154,14 @@ fn assert_change_as_expected(world: &LocalWorld, diagnosis: &Value) {
                 world.name
             );
         }
+        // Changes came before the breach, and the suspect tests cleared them all.
+        Value::String(acquitted) if acquitted == "acquitted" => {
+            assert!(
+                chosen.is_none() && what_changed.contains("acquitted"),
+                "{}: every change should be acquitted, yet the report says {what_changed:?} ({chosen:?})",
+                world.name
+            );
+        }
         Value::Object(want) => {
             let chosen = chosen.unwrap_or_else(|| {
                 panic!(
@@ -172,6 +181,62 @@ fn assert_change_as_expected(world: &LocalWorld, diagnosis: &Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// `suspects:` in `expected.yaml`: each `{kind, mentions, verdict}` must be
+/// judged so; `severity` (exact) and `severity_at_most` bound the severity.
+fn assert_suspects_and_severity_as_expected(world: &LocalWorld, diagnosis: &Value) {
+    let expected = world.expected();
+    let suspects = diagnosis["suspects"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for want in expected["suspects"].as_array().into_iter().flatten() {
+        let mentions: Vec<&str> = want["mentions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let verdicts: Vec<&str> = suspects
+            .iter()
+            .filter(|s| s["kind"] == want["kind"])
+            .filter(|s| {
+                let text = format!(
+                    "{} {}",
+                    s["subject"].as_str().unwrap_or_default(),
+                    s["summary"].as_str().unwrap_or_default()
+                );
+                mentions.iter().all(|m| text.contains(m))
+            })
+            .filter_map(|s| s["verdict"].as_str())
+            .collect();
+        assert!(
+            !verdicts.is_empty() && verdicts.iter().all(|v| *v == want["verdict"]),
+            "{}: suspect {want} judged {verdicts:?}\n{}",
+            world.name,
+            serde_json::to_string_pretty(&suspects).unwrap()
+        );
+    }
+    let order = ["info", "warning", "critical"];
+    let rank = |s: &Value| order.iter().position(|o| s == o);
+    if expected["severity"].is_string() {
+        assert_eq!(
+            diagnosis["severity"], expected["severity"],
+            "{}: {}",
+            world.name, diagnosis["severity_reason"]
+        );
+    }
+    if expected["severity_at_most"].is_string() {
+        assert!(
+            rank(&diagnosis["severity"]) <= rank(&expected["severity_at_most"]),
+            "{}: severity {} above {} ({})",
+            world.name,
+            diagnosis["severity"],
+            expected["severity_at_most"],
+            diagnosis["severity_reason"]
+        );
     }
 }
 

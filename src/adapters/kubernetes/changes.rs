@@ -239,7 +239,30 @@ fn pod_template(spec: &PodTemplateSpec) -> Option<PodTemplate> {
                 .and_then(|t| serde_json::to_value(t).ok()),
         ),
         config_maps,
+        labels: spec
+            .metadata
+            .as_ref()
+            .and_then(|m| m.labels.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| k != "pod-template-hash")
+            .collect(),
+        annotations: spec
+            .metadata
+            .as_ref()
+            .and_then(|m| m.annotations.as_ref())
+            .map(|a| a.iter().map(|(k, v)| (k.clone(), fingerprint(v))).collect())
+            .unwrap_or_default(),
     })
+}
+
+/// Four hex digits of a value's hash: two revisions' values compare, and
+/// nothing of the value (which may be a secret) can be read back from it.
+fn fingerprint(value: &str) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    value.hash(&mut hasher);
+    format!("{:04x}", hasher.finish() & 0xffff)
 }
 
 fn container(c: &Container) -> ContainerTemplate {
@@ -256,12 +279,26 @@ fn container(c: &Container) -> ContainerTemplate {
     let limits = resources.and_then(|r| r.limits.as_ref());
     let mut env_names: Vec<String> = c.env.iter().flatten().map(|e| e.name.clone()).collect();
     env_names.sort();
+    let env_fingerprints = c
+        .env
+        .iter()
+        .flatten()
+        .map(|e| {
+            let source = match (&e.value, &e.value_from) {
+                (Some(v), _) => fingerprint(v),
+                (None, Some(from)) => fingerprint(&serde_json::to_string(from).unwrap_or_default()),
+                (None, None) => fingerprint(""),
+            };
+            (e.name.clone(), source)
+        })
+        .collect();
     ContainerTemplate {
         name: c.name.clone(),
         image: c.image.clone(),
         command: c.command.clone().unwrap_or_default(),
         args: c.args.clone().unwrap_or_default(),
         env_names,
+        env_fingerprints,
         cpu_request: quantity(requests, "cpu"),
         cpu_limit: quantity(limits, "cpu"),
         memory_request: quantity(requests, "memory"),

@@ -14,8 +14,7 @@ use chrono::{DateTime, Duration, Utc};
 pub use crate::diagnosis::change::{Aspect, Change, ChangeKind, ChangeOrigin};
 
 use crate::classify::human_duration;
-use crate::diagnosis::finding::Role;
-use crate::diagnosis::{Finding, FindingId, Verdict};
+use crate::diagnosis::suspect::{Suspect, SuspectVerdict};
 use crate::evidence::changes::{ClusterEvent, RequestPath, Revision, TrailEvidence};
 use crate::evidence::workload::Workload;
 
@@ -28,112 +27,6 @@ pub const PLAUSIBLE_WINDOW: Duration = Duration::hours(2);
 
 /// CloudTrail delivers a record 5 to 15 minutes after the call.
 pub const TRAIL_DELIVERY_LAG: Duration = Duration::minutes(15);
-
-impl Aspect {
-    /// Whether a change to this could set off `finding`.
-    pub fn relates_to(self, finding: &FindingId) -> bool {
-        use Aspect as A;
-        use FindingId as F;
-        let code = matches!(
-            finding,
-            F::RecentDeploy
-                | F::TargetErrors
-                | F::PodRestarts
-                | F::DownstreamWait
-                | F::ProbeFailures
-                | F::UnhealthyTargets
-                | F::LoadBalancerErrors
-                | F::PodImbalance
-        );
-        match self {
-            A::Code | A::Restart | A::Image | A::Command | A::Environment | A::Config => code,
-            A::CpuLimit => matches!(
-                finding,
-                F::RecentDeploy
-                    | F::CpuThrottling
-                    | F::WorkerCeiling
-                    | F::HpaCannotReact
-                    | F::ProbeFailures
-                    | F::HealthCheckTimeout
-            ),
-            A::CpuRequest => matches!(
-                finding,
-                F::RecentDeploy | F::HpaCannotReact | F::PendingPods | F::NodesBlocked
-            ),
-            A::Memory => matches!(
-                finding,
-                F::RecentDeploy | F::PodRestarts | F::PendingPods | F::NodesBlocked
-            ),
-            A::Probes => matches!(
-                finding,
-                F::RecentDeploy
-                    | F::ProbeFailures
-                    | F::PodRestarts
-                    | F::UnhealthyTargets
-                    | F::HealthCheckTimeout
-                    | F::LoadBalancerErrors
-            ),
-            A::Ports => matches!(
-                finding,
-                F::RecentDeploy
-                    | F::UnhealthyTargets
-                    | F::ProbeFailures
-                    | F::LoadBalancerErrors
-                    | F::TargetErrors
-            ),
-            A::Scheduling => matches!(
-                finding,
-                F::RecentDeploy | F::PendingPods | F::NodesBlocked | F::PodImbalance
-            ),
-            A::Replicas => matches!(
-                finding,
-                F::RecentDeploy | F::WorkerCeiling | F::CpuThrottling | F::HpaCannotReact
-            ),
-            A::ScaleIn => matches!(finding, F::HpaScalesInTooEagerly | F::WorkerCeiling),
-            A::ScaleOut => matches!(finding, F::PendingPods | F::NodesBlocked),
-            A::Nodes => matches!(
-                finding,
-                F::PendingPods | F::NodesBlocked | F::PodRestarts | F::UnhealthyTargets
-            ),
-            A::HealthCheck => matches!(
-                finding,
-                F::ConfigurationChange
-                    | F::UnhealthyTargets
-                    | F::HealthCheckTimeout
-                    | F::LoadBalancerErrors
-            ),
-            A::TargetMembership => matches!(
-                finding,
-                F::ConfigurationChange
-                    | F::UnhealthyTargets
-                    | F::LoadBalancerErrors
-                    | F::PodImbalance
-            ),
-            A::TargetGroupAttributes => matches!(
-                finding,
-                F::ConfigurationChange
-                    | F::LoadBalancerErrors
-                    | F::PodImbalance
-                    | F::LeastOutstandingRequests
-            ),
-            A::Routing | A::LoadBalancerAttributes => matches!(
-                finding,
-                F::ConfigurationChange
-                    | F::LoadBalancerErrors
-                    | F::TargetErrors
-                    | F::SharedLoadBalancerProblem
-            ),
-            A::Network => matches!(
-                finding,
-                F::ConfigurationChange
-                    | F::UnhealthyTargets
-                    | F::LoadBalancerErrors
-                    | F::HealthCheckTimeout
-                    | F::SharedLoadBalancerProblem
-            ),
-        }
-    }
-}
 
 impl Change {
     /// A change as the cluster records it: who made it is not recorded there.
@@ -199,10 +92,6 @@ impl Change {
         self.offset_seconds
             .is_some_and(|s| s <= grace.num_seconds())
     }
-
-    fn relates_to(&self, finding: &FindingId) -> bool {
-        self.aspects.iter().any(|a| a.relates_to(finding))
-    }
 }
 
 /// Everything that changed around the breach, oldest first.
@@ -216,6 +105,8 @@ pub struct Timeline {
     /// CloudTrail answered at least the load balancer's lookup.
     pub trail_read: bool,
     pub notes: Vec<String>,
+    /// Every change before the breach, judged (`convict`).
+    pub suspects: Vec<Suspect>,
 }
 
 /// What the timeline is built from.
@@ -286,64 +177,25 @@ impl Timeline {
             kubernetes_read: sources.workload.is_some(),
             trail_read,
             notes,
+            suspects: Vec::new(),
         }
     }
 
-    /// Marks the change that most plausibly set off the supported causes:
-    /// one that came in the `PLAUSIBLE_WINDOW` before the breach (a minute's
-    /// grace after its start) and touched what a cause is about; made by someone rather than a controller reacting,
-    /// then the latest.
-    pub fn mark_most_plausible(&mut self, findings: &[Finding]) {
-        let causes: Vec<&FindingId> = findings
+    /// Puts every change before the breach through the suspect tests
+    /// (`crate::suspects`) and marks the one the first screen names: a
+    /// convicted change, made by someone rather than a controller, then the
+    /// latest. Nothing is marked when nothing was convicted.
+    pub fn convict(&mut self, scene: &crate::suspects::Scene<'_>) {
+        let judged = crate::suspects::judge(&self.changes, scene);
+        let named = judged
             .iter()
-            .filter(|f| f.verdict == Verdict::Supported && f.role == Role::Cause)
-            .map(|f| &f.id)
-            .collect();
-        let plausible = |c: &Change| {
-            // A lowered scaling limit bites only when demand reaches it,
-            // hours later perhaps: it stays plausible over the whole lookback.
-            let window = if c.kind == ChangeKind::Scaling && c.aspects.contains(&Aspect::Replicas) {
-                LOOKBACK
-            } else {
-                PLAUSIBLE_WINDOW
-            };
-            c.came_before(Duration::minutes(1))
-                && c.offset_seconds.is_some_and(|s| s >= -window.num_seconds())
-                && causes.iter().any(|id| c.relates_to(id))
-        };
-        let mut best = self
-            .changes
-            .iter()
-            .enumerate()
-            .filter(|(_, c)| plausible(c))
-            .max_by_key(|(_, c)| (!c.automatic, c.at))
-            .map(|(i, _)| i);
-        // A restart is how a ConfigMap edit reaches running pods: the edit
-        // before it is the change in substance.
-        if let Some(restart) = best.filter(|i| self.changes[*i].aspects == [Aspect::Restart]) {
-            let restarted_at = self.changes[restart].at;
-            let edit = self
-                .changes
-                .iter()
-                .enumerate()
-                .filter(|(_, c)| c.kind == ChangeKind::ConfigMap && plausible(c))
-                .filter(|(_, c)| c.at <= restarted_at && restarted_at - c.at <= PLAUSIBLE_WINDOW)
-                .max_by_key(|(_, c)| c.at)
-                .map(|(i, _)| i);
-            if let Some(edit) = edit {
-                let note = format!(
-                    "took effect with the {} {} later ({})",
-                    self.changes[restart].subject,
-                    human_duration(restarted_at - self.changes[edit].at),
-                    self.changes[restart].summary
-                );
-                self.changes[edit].details.push(note);
-                best = Some(edit);
-            }
-        }
+            .filter(|(_, s)| s.verdict == SuspectVerdict::Convicted)
+            .map(|(i, _)| *i)
+            .max_by_key(|i| (!self.changes[*i].automatic, self.changes[*i].at));
         for (i, change) in self.changes.iter_mut().enumerate() {
-            change.most_plausible = Some(i) == best;
+            change.most_plausible = Some(i) == named;
         }
+        self.suspects = judged.into_iter().map(|(_, s)| s).collect();
     }
 
     /// The change marked most plausible.
@@ -374,12 +226,27 @@ impl Timeline {
             (false, true) => " (the cluster not read)",
             _ => "",
         };
-        match before.iter().rev().find(|c| !c.automatic) {
-            Some(last) => Some(format!(
-                "No change linked to the causes; the last: {}",
+        let people: Vec<&Suspect> = self.suspects.iter().filter(|s| !s.reaction).collect();
+        let acquitted = people
+            .iter()
+            .filter(|s| s.verdict == SuspectVerdict::Acquitted)
+            .count();
+        match (people.last(), before.iter().rev().find(|c| !c.automatic)) {
+            (Some(last), _) if acquitted == people.len() => Some(format!(
+                "No change convicted: {} before the breach {} acquitted; the last, {}",
+                crate::classify::plural(acquitted as u32, "change"),
+                if acquitted == 1 { "was" } else { "were" },
+                last.reason
+            )),
+            (Some(last), _) => Some(format!(
+                "No change convicted; not every test could be run on the last, {}",
+                last.reason
+            )),
+            (None, Some(last)) => Some(format!(
+                "No change convicted; the last: {}",
                 last.sentence()
             )),
-            None => {
+            (None, None) => {
                 let reactions = before.len();
                 Some(format!(
                     "No change in the {} h before the breach{unread}{}",

@@ -57,6 +57,7 @@ pub fn diff(before: &Revision, after: &Revision) -> Option<Vec<TemplateDifferenc
         }
     }
     scheduling(old, new, &mut out);
+    metadata(old, new, &mut out);
     if before.desired_replicas != after.desired_replicas
         && before.desired_replicas.is_some()
         && after.desired_replicas.is_some()
@@ -112,6 +113,30 @@ fn containers(
             "env",
             names(&removed, "removed"),
             names(&added, "added"),
+        );
+    }
+    // A value that changed under the same name: the fingerprints differ.
+    let changed: Vec<&String> = new
+        .env_fingerprints
+        .iter()
+        .filter(|(name, print)| {
+            old.env_fingerprints
+                .get(*name)
+                .is_some_and(|before| before != *print)
+        })
+        .map(|(name, _)| name)
+        .collect();
+    if !changed.is_empty() {
+        let list = changed
+            .iter()
+            .map(|n| n.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        push(
+            Aspect::Environment,
+            &format!("env {list}"),
+            "a value".to_owned(),
+            "another".to_owned(),
         );
     }
     push(
@@ -188,6 +213,53 @@ fn probe(
             o.map_or_else(|| "none".to_owned(), |p| p.action.clone()),
             n.map_or_else(|| "none".to_owned(), |p| p.action.clone()),
         ),
+    }
+}
+
+/// Labels and annotations: most cannot change how a pod runs. A config
+/// checksum annotation (Helm's `checksum/config`) stands for the config the
+/// pods restart onto; `kubectl rollout restart`'s stamp is the restart itself,
+/// which an empty difference already says.
+fn metadata(old: &PodTemplate, new: &PodTemplate, out: &mut Vec<TemplateDifference>) {
+    let keys = |a: &std::collections::BTreeMap<String, String>,
+                b: &std::collections::BTreeMap<String, String>| {
+        let mut keys: Vec<String> = a.keys().chain(b.keys()).cloned().collect();
+        keys.sort();
+        keys.dedup();
+        keys
+    };
+    let missing = || "none".to_owned();
+    for key in keys(&old.labels, &new.labels) {
+        let (before, after) = (old.labels.get(&key), new.labels.get(&key));
+        if before != after {
+            out.push(TemplateDifference {
+                aspect: Aspect::Metadata,
+                field: format!("label {key}"),
+                before: before.cloned().unwrap_or_else(missing),
+                after: after.cloned().unwrap_or_else(missing),
+            });
+        }
+    }
+    for key in keys(&old.annotations, &new.annotations) {
+        let (before, after) = (old.annotations.get(&key), new.annotations.get(&key));
+        if before == after || key.ends_with("/restartedAt") {
+            continue;
+        }
+        let shown = |v: Option<&String>| if v.is_some() { "set" } else { "none" }.to_owned();
+        out.push(TemplateDifference {
+            aspect: if key.contains("checksum") {
+                Aspect::Config
+            } else {
+                Aspect::Metadata
+            },
+            field: format!("annotation {key}"),
+            before: shown(before),
+            after: if before.is_some() && after.is_some() {
+                "changed".to_owned()
+            } else {
+                shown(after)
+            },
+        });
     }
 }
 
@@ -361,6 +433,59 @@ mod tests {
                 "liveness probe timeout 5 s -> 1 s"
             ]
         );
+    }
+
+    #[test]
+    fn a_value_changed_under_the_same_name_is_named_without_its_value() {
+        let before = revision(17, |c| {
+            c.env_fingerprints = [("LOG_FORMAT".to_owned(), "1a2b".to_owned())].into();
+        });
+        let after = revision(18, |c| {
+            c.env_fingerprints = [("LOG_FORMAT".to_owned(), "9f00".to_owned())].into();
+        });
+        let differences = diff(&before, &after).unwrap();
+        assert_eq!(differences.len(), 1);
+        assert_eq!(differences[0].aspect, Aspect::Environment);
+        assert_eq!(
+            differences[0].describe(),
+            "env LOG_FORMAT a value -> another"
+        );
+    }
+
+    #[test]
+    fn labels_and_plain_annotations_are_metadata_and_a_config_checksum_is_config() {
+        let with = |labels: &[(&str, &str)], annotations: &[(&str, &str)]| {
+            let mut r = revision(17, |_| {});
+            let t = r.template.as_mut().unwrap();
+            t.labels = labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            t.annotations = annotations
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            r
+        };
+        let before = with(
+            &[("team", "a")],
+            &[("checksum/config", "01"), ("owner", "x")],
+        );
+        let after = with(
+            &[("team", "b")],
+            &[("checksum/config", "02"), ("owner", "y")],
+        );
+        let aspects: Vec<Aspect> = diff(&before, &after)
+            .unwrap()
+            .iter()
+            .map(|d| d.aspect)
+            .collect();
+        assert_eq!(
+            aspects,
+            [Aspect::Metadata, Aspect::Config, Aspect::Metadata]
+        );
+        let restarted = with(&[], &[("kubectl.kubernetes.io/restartedAt", "t2")]);
+        assert!(diff(&with(&[], &[]), &restarted).unwrap().is_empty());
     }
 
     #[test]

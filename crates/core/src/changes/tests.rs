@@ -1,7 +1,6 @@
 use chrono::{Duration, TimeZone, Utc};
 
 use super::*;
-use crate::diagnosis::Facts;
 use crate::evidence::changes::{ClusterEvent, TrailEvent, TrailLookup};
 
 fn breach() -> DateTime<Utc> {
@@ -70,19 +69,28 @@ fn rescale(minutes_before: i64) -> ClusterEvent {
     }
 }
 
-fn supported_cause(id: FindingId) -> Finding {
-    Finding {
-        role: Role::Cause,
-        id,
-        hypothesis: String::new(),
-        cause: None,
-        ruled_out_by: None,
-        verdict: Verdict::Supported,
-        summary: String::new(),
-        evidence: Vec::new(),
-        series: Vec::new(),
-        facts: Facts::None,
-    }
+/// Judged against a latency symptom of the cart group that began
+/// `onset_minutes_before` the breach, with these limits reached.
+fn convict(
+    timeline: &mut Timeline,
+    onset_minutes_before: i64,
+    limits: crate::suspects::LimitsReached,
+) {
+    let groups = vec!["k8s-shop-cart-1a".to_owned()];
+    timeline.convict(&crate::suspects::Scene {
+        family: crate::alarm::facts::MetricFamily::Latency,
+        onset: crate::suspects::Onset::Moved {
+            at: breach() - Duration::minutes(onset_minutes_before),
+            baseline: 0.1,
+            level: 1.0,
+            from_the_first_period: false,
+        },
+        symptom: "latency of k8s-shop-cart-1a".to_owned(),
+        culprit_groups: &groups,
+        shared: false,
+        workload: Some("shop/cart"),
+        limits,
+    });
 }
 
 fn timeline_of(trail_events: Vec<TrailEvent>, workload: Option<&Workload>) -> Timeline {
@@ -117,7 +125,7 @@ fn the_change_that_touched_what_a_cause_is_about_is_the_most_plausible() {
     let mut workload = crate::fixtures::workload();
     workload.activity.scaling = vec![rescale(5)];
     let mut timeline = timeline_of(vec![health_check_edit(10)], Some(&workload));
-    timeline.mark_most_plausible(&[supported_cause(FindingId::UnhealthyTargets)]);
+    convict(&mut timeline, 8, Default::default());
     let chosen = timeline.most_plausible().unwrap();
     assert_eq!(chosen.kind, ChangeKind::TargetGroup);
     assert_eq!(
@@ -129,7 +137,7 @@ fn the_change_that_touched_what_a_cause_is_about_is_the_most_plausible() {
 #[test]
 fn a_change_after_the_breach_began_is_never_the_most_plausible() {
     let mut timeline = timeline_of(vec![health_check_edit(-5)], None);
-    timeline.mark_most_plausible(&[supported_cause(FindingId::UnhealthyTargets)]);
+    convict(&mut timeline, 0, Default::default());
     assert!(timeline.most_plausible().is_none());
 }
 
@@ -138,7 +146,7 @@ fn with_nothing_changed_the_headline_says_so_and_names_only_reactions() {
     let mut workload = crate::fixtures::workload();
     workload.activity.scaling = vec![rescale(30)];
     let mut timeline = timeline_of(Vec::new(), Some(&workload));
-    timeline.mark_most_plausible(&[supported_cause(FindingId::WorkerCeiling)]);
+    convict(&mut timeline, 10, Default::default());
     assert_eq!(
         timeline.headline().unwrap(),
         "No change in the 6 h before the breach; only the cluster reacting once (see Changes)"
@@ -213,16 +221,14 @@ fn the_controller_following_a_rollout_is_one_change_not_one_per_pod() {
 }
 
 #[test]
-fn a_related_change_hours_before_the_breach_stays_in_the_timeline_but_is_not_singled_out() {
+fn a_change_hours_before_the_onset_stays_in_the_timeline_but_is_acquitted() {
     let mut timeline = timeline_of(vec![health_check_edit(3 * 60)], None);
-    timeline.mark_most_plausible(&[supported_cause(FindingId::UnhealthyTargets)]);
+    convict(&mut timeline, 10, Default::default());
     assert_eq!(timeline.changes.len(), 1);
     assert!(timeline.most_plausible().is_none());
-    assert!(
-        timeline
-            .headline()
-            .unwrap()
-            .starts_with("No change linked to the causes; the last: 3 h 00 min before the breach")
+    assert_eq!(
+        timeline.headline().unwrap(),
+        "No change convicted: 1 change before the breach was acquitted; the last, target group k8s-shop-cart-1a 3 h 00 min before: latency stayed at its usual level for 2 h 50 min after it"
     );
 }
 
@@ -253,7 +259,14 @@ fn a_lowered_hpa_maximum_hours_before_the_peak_is_the_change_behind_an_hpa_at_it
         }),
     });
     let mut timeline = timeline_of(Vec::new(), Some(&workload));
-    timeline.mark_most_plausible(&[supported_cause(FindingId::HpaCannotReact)]);
+    convict(
+        &mut timeline,
+        15,
+        crate::suspects::LimitsReached {
+            replicas: true,
+            ..Default::default()
+        },
+    );
     let chosen = timeline.most_plausible().expect("the HPA edit");
     assert_eq!(chosen.kind, ChangeKind::Scaling);
     assert!(!chosen.automatic);

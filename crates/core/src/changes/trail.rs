@@ -356,11 +356,17 @@ fn security_group(event: &TrailEvent, request: &Value, path: &RequestPath) -> Op
     } else {
         format!("{verb}: {}", rules.join("; "))
     };
+    // A rule added lets more traffic in or out; it cannot block any.
+    let aspect = if event.name.starts_with("Authorize") {
+        Aspect::NetworkAllowed
+    } else {
+        Aspect::Network
+    };
     Some((
         ChangeKind::SecurityGroup,
         format!("security group {group}"),
         summary,
-        vec![Aspect::Network],
+        vec![aspect],
     ))
 }
 

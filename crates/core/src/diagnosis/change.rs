@@ -59,6 +59,10 @@ pub enum Aspect {
     Routing,
     LoadBalancerAttributes,
     Network,
+    /// Only allows more traffic (a security-group rule added): it can block nothing.
+    NetworkAllowed,
+    /// Labels and annotations that do not change how the pods run.
+    Metadata,
 }
 
 /// One change, placed against the breach.
@@ -89,7 +93,7 @@ pub struct Change {
     /// Seconds from the breach's start; negative before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_seconds: Option<i64>,
-    /// The change the first screen names.
+    /// The change the first screen names: the one convicted suspect.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub most_plausible: bool,
 }

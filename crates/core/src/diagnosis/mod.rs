@@ -7,6 +7,7 @@ pub mod change;
 pub mod finding;
 pub mod hold;
 pub mod summary;
+pub mod suspect;
 
 use std::fmt;
 
@@ -166,6 +167,10 @@ pub struct Diagnosis {
     /// What changed around the breach, oldest first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<change::Change>,
+    /// Every change before the breach judged as a suspect: onset, mechanism
+    /// and locality, and the verdict they add up to.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub suspects: Vec<suspect::Suspect>,
     /// Remarks about the report itself (for example that it was shortened to fit a message).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

@@ -50,6 +50,10 @@ pub struct TargetGroupSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub without_its_change: Option<f64>,
     pub http_5xx_in_window: Option<f64>,
+    /// What users felt, before the breach and while it lasted: requests (or
+    /// new flows) and failures (target 5xx, or TCP resets) per minute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub users: Option<UserImpact>,
     pub unhealthy_hosts_peak: Option<f64>,
     pub targets_healthy: Option<u32>,
     pub targets_not_healthy: Option<u32>,
@@ -59,6 +63,27 @@ pub struct TargetGroupSummary {
     /// alarm's statistic (and, for a culprit, a second statistic beside it).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub series: Vec<crate::series::Series>,
+}
+
+/// A group's traffic and failures before the breach and while it lasted.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct UserImpact {
+    pub requests_per_minute_before: f64,
+    pub requests_per_minute_while_breaching: f64,
+    pub failures_per_minute_before: f64,
+    pub failures_per_minute_while_breaching: f64,
+}
+
+impl UserImpact {
+    /// Traffic still arrives and no more of it fails than before: whatever
+    /// the alarm says, users are not affected (yet).
+    pub fn unaffected(&self) -> bool {
+        let kept =
+            self.requests_per_minute_while_breaching >= 0.8 * self.requests_per_minute_before;
+        let failing = self.failures_per_minute_while_breaching
+            > (2.0 * self.failures_per_minute_before).max(self.failures_per_minute_before + 1.0);
+        self.requests_per_minute_before > 0.0 && kept && !failing
+    }
 }
 
 impl TargetGroupSummary {

@@ -24,6 +24,13 @@ pub struct PodTemplate {
     /// ConfigMaps the pods read (env, envFrom, volumes).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config_maps: Vec<String>,
+    /// The template's labels, without the controller's `pod-template-hash`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// The template's annotations: a short fingerprint of each value (the
+    /// values themselves may carry anything and are never kept).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
 }
 
 /// One container of a pod template.
@@ -38,6 +45,10 @@ pub struct ContainerTemplate {
     /// Names only, sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env_names: Vec<String>,
+    /// A short fingerprint of each literal value, by name (`valueFrom` names
+    /// its source): enough to see that a value changed, never what it is.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env_fingerprints: BTreeMap<String, String>,
     /// Quantities as written (`500m`, `1Gi`).
     pub cpu_request: Option<String>,
     pub cpu_limit: Option<String>,

@@ -33,6 +33,8 @@ pub mod source {
     pub const TARGET_GROUP_BINDINGS: &str = "kubernetes: TargetGroupBindings";
     pub const KUBERNETES: &str = "kubernetes: service, pods, deployment, HPA";
     pub const CLOUDTRAIL: &str = "cloudtrail:LookupEvents (changes to the load balancer, target groups, security groups, node groups)";
+    pub const METRIC_HISTORY: &str =
+        "cloudwatch:GetMetricData (the alarm's metric over the days CloudWatch keeps)";
     pub const POD_SERIES: &str =
         "pod series: per-pod CPU and memory (Prometheus, else Container Insights)";
 }
@@ -120,6 +122,9 @@ pub struct GatheredEvidence {
     /// `None`: not read; `Some(None)`: the alarm no longer exists.
     pub definition: Option<Option<AlarmDefinition>>,
     pub statistics: Option<Statistics>,
+    /// The alarm's own metric at its statistic over the days CloudWatch
+    /// keeps: was it always like this?
+    pub standing: Option<MetricHistory>,
     pub alb: Option<AlbEvidence>,
     /// The workload behind the culprit target group.
     pub workload: Option<workload::Workload>,
@@ -128,6 +133,42 @@ pub struct GatheredEvidence {
     pub trail: Option<changes::TrailEvidence>,
     pub gaps: Vec<EvidenceGap>,
     pub timings: Timings,
+}
+
+/// The alarm's metric over a long span, to tell a standing level from a change.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MetricHistory {
+    pub series: MetricSeries,
+    pub period_seconds: u32,
+}
+
+/// How far back the standing level is read: CloudWatch keeps 1-minute
+/// datapoints for 15 days, so the alarm's own period still answers.
+pub const STANDING_SPAN_DAYS: i64 = 14;
+
+/// The query for the standing level: the alarm's statistic at its period
+/// (and the requests, for a rate alarm), over [`STANDING_SPAN_DAYS`].
+pub fn standing_queries(metric: &PlannedMetric) -> Vec<MetricQuery> {
+    statistics_queries(metric)
+        .into_iter()
+        .filter(|q| {
+            q.id == "alarm_stat" || (metric.per_request_scale.is_some() && q.id == "requests")
+        })
+        .collect()
+}
+
+/// The standing level from what [`standing_queries`] brought back.
+pub fn standing_from(metric: &PlannedMetric, series: Vec<MetricSeries>) -> MetricHistory {
+    let mut answers = family::Answers::new(series);
+    let value = answers.take("alarm_stat");
+    let series = match metric.per_request_scale {
+        Some(scale) => per_request(&value, &answers.take("requests"), scale),
+        None => value,
+    };
+    MetricHistory {
+        series,
+        period_seconds: metric.period_seconds,
+    }
 }
 
 /// Which sources the playbook reads for an alarm, and why not the others.

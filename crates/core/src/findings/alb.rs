@@ -143,6 +143,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                 without_its_change: None,
                 http_5xx_in_window: (!g.target_errors.points.is_empty())
                     .then(|| g.target_errors.points.iter().map(|(_, v)| v).sum()),
+                users: user_impact(g, &periods, per_minute),
                 unhealthy_hosts_peak: g.unhealthy_hosts.max(),
                 targets_healthy: healthy,
                 targets_not_healthy: not_healthy,
@@ -212,6 +213,31 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         findings,
         attribution,
     }
+}
+
+/// The group's requests and failures per minute before the breach and while it lasted.
+fn user_impact(
+    g: &GroupEvidence,
+    periods: &[DateTime<Utc>],
+    per_minute: f64,
+) -> Option<crate::diagnosis::summary::UserImpact> {
+    let first = *periods.first()?;
+    let before = |series: &MetricSeries| {
+        let values: Vec<f64> = series
+            .points
+            .iter()
+            .filter(|(t, _)| *t < first)
+            .map(|(_, v)| *v)
+            .collect();
+        (!values.is_empty()).then(|| values.iter().sum::<f64>() / values.len() as f64 * per_minute)
+    };
+    let during = |series: &MetricSeries| mean_at(series, periods).map(|v| v * per_minute);
+    Some(crate::diagnosis::summary::UserImpact {
+        requests_per_minute_before: round(before(&g.requests)?, 1),
+        requests_per_minute_while_breaching: round(during(&g.requests)?, 1),
+        failures_per_minute_before: round(before(&g.target_errors).unwrap_or(0.0), 2),
+        failures_per_minute_while_breaching: round(during(&g.target_errors).unwrap_or(0.0), 2),
+    })
 }
 
 /// Each group's weight in the breach: how much of the alarm's metric it

@@ -6,6 +6,7 @@ pub mod alb;
 pub mod attribution;
 pub mod capacity;
 pub mod configuration;
+pub mod conviction;
 pub mod dependency;
 pub mod errors;
 pub mod health_check;
@@ -129,6 +130,10 @@ pub struct Decided {
     pub notes: Vec<String>,
     /// What changed around the breach.
     pub changes: crate::changes::Timeline,
+    /// When the symptom began (the culprit's own series, else the alarm's).
+    pub onset: crate::suspects::Onset,
+    /// What the onset was read from, for people.
+    pub symptom: String,
 }
 
 /// What every decider reads.
@@ -145,10 +150,11 @@ type Decider = fn(&Scope<'_>, &mut Decided);
 
 /// The deciders, in the order they run: later ones read what earlier ones
 /// decided (the culprit group, the workload's summary, the findings so far).
-const DECIDERS: [(&str, Decider); 8] = [
+const DECIDERS: [(&str, Decider); 9] = [
     ("the alarm's behaviour", alarm_behaviour),
     ("the traffic", traffic_behind_the_breach),
     ("the load balancer", load_balancer),
+    ("the standing level", conviction::standing_level),
     ("what changed", configuration::what_changed),
     ("the workload", workload_behind_the_culprit),
     ("outliers or broad slowness", outliers_or_broad_slowness),
@@ -172,7 +178,7 @@ pub fn decide(
         decider(&scope, &mut decided);
     }
     registry::assign(&mut decided.findings);
-    decided.changes.mark_most_plausible(&decided.findings);
+    conviction::convict(&scope, &mut decided);
     decided
 }
 
@@ -223,7 +229,7 @@ fn load_balancer(scope: &Scope<'_>, decided: &mut Decided) {
         breach,
         ..
     } = investigation;
-    let (Some(alb_evidence), Some(threshold)) = (&evidence.alb, alarm.threshold) else {
+    let (Some(alb_evidence), Some(_)) = (&evidence.alb, alarm.threshold) else {
         return;
     };
     match (&alb_evidence.load_balancer, &investigation.breakdown) {
@@ -238,16 +244,6 @@ fn load_balancer(scope: &Scope<'_>, decided: &mut Decided) {
         }
         (Some(_), Some(analysis)) => {
             decided.findings.extend(analysis.findings.iter().cloned());
-            if let Some(found) = &analysis.attribution {
-                decided
-                    .findings
-                    .extend(alarm::threshold_inside_normal_range(
-                        found,
-                        evidence.statistics.as_ref().map(|s| &s.alarm_stat),
-                        threshold,
-                        crate::evidence::model::unit_of_metric(alarm.metric_name()),
-                    ));
-            }
             decided.target_groups = analysis.summaries.clone();
             let periods = alb::periods_considered(alb_evidence, breach, alarm.period());
             let error_alarm = alarm.family().is_failure();

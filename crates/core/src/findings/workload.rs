@@ -537,8 +537,8 @@ fn decide_imbalance(
 fn restart_verdict(
     pods: usize,
     turnover: &[PodTurnover],
-    old_restarts: u32,
-    undated_restarts: u32,
+    (old_restarts, undated_restarts): (u32, u32),
+    origins: &str,
 ) -> Decision {
     let failed: Vec<&PodTurnover> = turnover.iter().filter(|t| t.reason != "new pod").collect();
     let new: Vec<&PodTurnover> = turnover.iter().filter(|t| t.reason == "new pod").collect();
@@ -579,15 +579,21 @@ fn restart_verdict(
             ),
             Some("restarts: none (the whole fleet started together)".to_owned()),
         )
-    } else if !new.is_empty() && new.len() < pods {
+    } else if !new.is_empty() {
+        // A new pod is turnover, not a restart: a scale-out, a replacement
+        // or a rollout made it, and the change findings weigh those.
         (
-            Verdict::Supported,
+            Verdict::Refuted,
             format!(
-                "{} started inside the breach window ({}): new pods warm up before they serve at full speed.",
+                "No container restarted or crashed; {} new in the window ({}): pods a controller added, not restarts.",
                 crate::classify::plural(new.len() as u32, "pod"),
                 describe(&new)
             ),
-            Some(format!("{} new pod(s) warming up", new.len())),
+            Some(format!(
+                "restarts: none ({} new, added by {})",
+                new.len(),
+                origins
+            )),
         )
     } else if undated_restarts > 0 {
         (
@@ -692,11 +698,18 @@ fn restarts(
             format!("since {}", start.format("%Y-%m-%d %H:%M UTC")),
         ));
     }
+    let origins = new_pod_origins(workload, &turnover);
+    for (pod, origin) in &origins {
+        evidence.push(Evidence::text(pod, format!("new pod: {origin}")));
+    }
+    let mut named: Vec<&str> = origins.iter().map(|(_, o)| o.as_str()).collect();
+    named.sort_unstable();
+    named.dedup();
     let (verdict, summary, cause) = restart_verdict(
         workload.pods.len(),
         &turnover,
-        old_restarts,
-        undated_restarts,
+        (old_restarts, undated_restarts),
+        &named.join(" and "),
     );
     Finding {
         evidence,
@@ -709,6 +722,43 @@ fn restarts(
             cause,
         )
     }
+}
+
+/// What made each new pod: the rollout of its revision, the HPA scaling
+/// out just before it, or else a replacement or a scale-up.
+fn new_pod_origins(workload: &Workload, turnover: &[PodTurnover]) -> Vec<(String, String)> {
+    let newest = workload
+        .deployment
+        .as_ref()
+        .and_then(|d| d.revisions.first());
+    turnover
+        .iter()
+        .filter(|t| t.reason == "new pod")
+        .filter_map(|t| {
+            let pod = workload.pods.iter().find(|p| p.name == t.pod)?;
+            let created = pod.created?;
+            let rolled = newest.is_some_and(|r| {
+                pod.owner_replica_set.as_deref() == Some(r.replica_set.as_str())
+                    && r.created
+                        .is_some_and(|at| at <= created && created - at <= RESTART_LEAD)
+            });
+            let scaled = workload.activity.scaling.iter().any(|e| {
+                !e.message.contains("below target")
+                    && e.first_seen.or(e.last_seen).is_some_and(|at| {
+                        at <= created + Duration::minutes(1)
+                            && created - at <= Duration::minutes(10)
+                    })
+            });
+            let origin = if rolled {
+                "the rollout"
+            } else if scaled {
+                "the HPA scaling out"
+            } else {
+                "a replacement or a scale-up"
+            };
+            Some((t.pod.clone(), origin.to_owned()))
+        })
+        .collect()
 }
 
 fn ceiling(

@@ -220,3 +220,32 @@ pub fn review_the_aws_change(context: &Context<'_>) -> Option<NextStep> {
         commands,
     })
 }
+
+/// 4xx are callers' errors until shown otherwise: who calls, with which
+/// client, and since when, before anything about pods or capacity.
+pub fn find_the_callers(context: &Context<'_>) -> Option<NextStep> {
+    if context.alarm.family() != crate::alarm::facts::MetricFamily::ClientErrors {
+        return None;
+    }
+    let balancer = context
+        .alarm
+        .dimension("LoadBalancer")
+        .and_then(crate::evidence::model::load_balancer_name)?;
+    let group = context
+        .culprits()
+        .next()
+        .map(|g| format!(" on {}", g.label()))
+        .unwrap_or_default();
+    Some(NextStep {
+        proposal: format!(
+            "Find which callers get the 4xx{group}: their user agents and client versions in the load balancer's access logs, and any client release at the time they began"
+        ),
+        rationale: "4xx are answers to requests the service refuses: a new client, a partner's release or a changed route sends what the service does not accept. The service's pods, its HPA and capacity are not in question while its latency and 5xx are unchanged.".to_owned(),
+        trade_offs: Some("Rejecting bad requests is the service doing its job: the fix is usually in the caller; loosening validation to quiet the alarm hides a broken client.".to_owned()),
+        commands: vec![aws(format!(
+            "aws elbv2 describe-load-balancer-attributes --load-balancer-arn $(aws elbv2 describe-load-balancers --names {} --query 'LoadBalancers[0].LoadBalancerArn' --output text{region}) --query \"Attributes[?starts_with(Key, 'access_logs')]\"{region}",
+            shell_quote(balancer),
+            region = region_flag(context.alarm)
+        ))],
+    })
+}

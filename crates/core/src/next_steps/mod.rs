@@ -72,7 +72,7 @@ pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 /// gets no next step), causes in causal order; the generic steps (date the
 /// flapping, investigate the culprit group) follow them, and rules about the
 /// alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 26] = [
+pub const RULES: [(Option<FindingId>, Rule); 27] = [
     (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
     (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
     (
@@ -142,6 +142,7 @@ pub const RULES: [(Option<FindingId>, Rule); 26] = [
         Some(FindingId::ThresholdInsideNormalRange),
         rules::revisit_the_threshold,
     ),
+    (None, errors_and_capacity::find_the_callers),
     (None, rules::break_down_per_target_group),
     (None, rules::reconsider_the_alarms_statistic),
     (None, rules::alarm_on_p99_per_target_group),

@@ -68,10 +68,18 @@ pub fn brief(d: &Diagnosis) -> Brief<'_> {
         .filter_map(|f| Some((registry::causal_rank(&f.id), f.ruled_out_by.as_deref()?)))
         .collect();
     refuted.sort_by_key(|(rank, _)| *rank);
+    let mut ruled_out: Vec<&str> = refuted.into_iter().map(|(_, clause)| clause).collect();
+    // Changes the suspect tests acquitted, with their reason, after the
+    // findings' (a finding may already carry the same clause).
+    for reason in crate::suspects::acquitted_reasons(&d.suspects) {
+        if !ruled_out.contains(&reason) {
+            ruled_out.push(reason);
+        }
+    }
     Brief {
         verdict,
         causes,
-        ruled_out: refuted.into_iter().map(|(_, clause)| clause).collect(),
+        ruled_out,
         steps: d
             .next_steps
             .iter()

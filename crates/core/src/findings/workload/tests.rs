@@ -381,7 +381,7 @@ fn idle_pods_are_not_called_evenly_saturated() {
 }
 
 #[test]
-fn restarts_long_before_the_breach_are_ruled_out_and_a_new_pod_is_warming_up() {
+fn restarts_long_before_the_breach_are_ruled_out_and_a_new_pod_is_turnover_not_a_restart() {
     let (s, periods) = series(&[("a", 0.5), ("b", 0.5), ("c", 0.5), ("d", 0.5)], 0.0);
     let mut pods = four_pods(Some(1.0));
     pods[0].restarts = 2;
@@ -398,13 +398,22 @@ fn restarts_long_before_the_breach_are_ruled_out_and_a_new_pod_is_warming_up() {
         finding(&findings, FindingId::PodRestarts).verdict,
         Verdict::Refuted
     );
-    // The breach (series) began 10 minutes ago: a pod started 12 minutes ago was warming up.
+    // A pod started 12 minutes ago, before the breach began, was added by
+    // a controller (a scale-out, a replacement): new, not restarted.
     pods[3].created = Some(now() - Duration::minutes(12));
     let w = workload(pods.clone(), None, 3000);
     let (findings, _) = decide(&w, Some(&s), &periods, &sustained, now());
     let restarts = finding(&findings, FindingId::PodRestarts);
-    assert_eq!(restarts.verdict, Verdict::Supported, "{}", restarts.summary);
-    assert!(restarts.summary.contains("new pods warm up"));
+    assert_eq!(restarts.verdict, Verdict::Refuted, "{}", restarts.summary);
+    assert!(restarts.summary.contains("not restarts"));
+    assert!(
+        restarts
+            .ruled_out_by
+            .as_deref()
+            .is_some_and(|r| r.contains("a replacement or a scale-up")),
+        "{:?}",
+        restarts.ruled_out_by
+    );
     // One started 5 minutes ago, after the breach began, is the HPA's reaction, not a cause.
     pods[3].created = Some(now() - Duration::minutes(5));
     let w = workload(pods, None, 3000);

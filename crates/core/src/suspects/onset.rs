@@ -1,0 +1,286 @@
+//! When the symptom began: the change point in the culprit's own series of
+//! the alarm's metric, not the alarm's transition (which lags it by the
+//! evaluation periods, and by much more for a slow drift).
+//!
+//! The breach sets the level; the series before it sets the baseline. The
+//! onset is the first period of the run of periods that left the baseline by
+//! more than a third of the way to the breach's level and led, with at most
+//! a few calm periods between, into the breach. For a flapping alarm the
+//! episode's earlier bursts belong to the same symptom: the onset is the
+//! first of them.
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::evidence::model::MetricSeries;
+
+/// A period counts as "moved" past this share of the way from the baseline to the breach's level.
+const DEPARTURE_SHARE: f64 = 0.35;
+/// Calm periods a run may contain and still be one run.
+const MAX_CALM_PERIODS: i32 = 3;
+/// A level this close to the baseline (relative) has not moved.
+const RELATIVE_MOVE: f64 = 0.2;
+/// Fewest points a baseline of its own may rest on.
+const MIN_BASELINE_POINTS: usize = 5;
+
+/// The series and the breach it led to.
+#[derive(Debug, Clone, Copy)]
+pub struct SymptomSeries<'a> {
+    pub series: &'a MetricSeries,
+    /// The series' usual level before the breach, when the breakdown knows it.
+    pub baseline: Option<f64>,
+    /// The breaching periods, oldest first.
+    pub breach: &'a [DateTime<Utc>],
+    /// A flapping episode's first transition: its earlier bursts are the same symptom.
+    pub episode_start: Option<DateTime<Utc>>,
+    pub period_seconds: u32,
+}
+
+/// When the symptom began.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum Onset {
+    /// The series left `baseline` at `at` and reached `level` in the breach.
+    Moved {
+        at: DateTime<Utc>,
+        baseline: f64,
+        level: f64,
+        /// The series was already away from its baseline at the first period read.
+        from_the_first_period: bool,
+    },
+    /// The series sat at the breach's level before it: nothing moved.
+    DidNotMove { level: f64 },
+    /// Too little of the series to say.
+    #[default]
+    Unknown,
+}
+
+impl Onset {
+    pub fn at(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Onset::Moved { at, .. } => Some(*at),
+            _ => None,
+        }
+    }
+}
+
+fn median(values: &mut [f64]) -> Option<f64> {
+    if values.is_empty() {
+        return None;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    Some(if values.len().is_multiple_of(2) {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    })
+}
+
+/// The first period of the last run of breaching periods (calm gaps of up to two periods allowed).
+fn run_start(breach: &[DateTime<Utc>], period: Duration) -> Option<DateTime<Utc>> {
+    let mut start = *breach.last()?;
+    for at in breach.iter().rev().skip(1) {
+        if start - *at > period * 3 {
+            break;
+        }
+        start = *at;
+    }
+    Some(start)
+}
+
+/// Finds the symptom's onset.
+pub fn find(symptom: &SymptomSeries<'_>) -> Onset {
+    let period = Duration::seconds(i64::from(symptom.period_seconds.max(1)));
+    let points = &symptom.series.points;
+    let Some(start) = run_start(symptom.breach, period) else {
+        return Onset::Unknown;
+    };
+    let mut during: Vec<f64> = symptom
+        .breach
+        .iter()
+        .filter(|t| **t >= start)
+        .filter_map(|t| symptom.series.at(*t))
+        .collect();
+    let Some(level) = median(&mut during) else {
+        return Onset::Unknown;
+    };
+    let baseline = match symptom.baseline {
+        Some(b) => b,
+        None => {
+            let guard = start - period * 10;
+            let mut before: Vec<f64> = points
+                .iter()
+                .filter(|(t, _)| *t < guard)
+                .map(|(_, v)| *v)
+                .collect();
+            if before.len() < MIN_BASELINE_POINTS {
+                return Onset::Unknown;
+            }
+            median(&mut before).unwrap_or(level)
+        }
+    };
+    let moved = level - baseline;
+    if moved.abs() <= RELATIVE_MOVE * baseline.abs() || moved.abs() < f64::EPSILON {
+        return Onset::DidNotMove { level };
+    }
+    let cut = baseline + DEPARTURE_SHARE * moved;
+    let departed = |v: f64| if moved > 0.0 { v > cut } else { v < cut };
+    let Some(last) = points
+        .iter()
+        .rposition(|(t, _)| *t <= *symptom.breach.last().unwrap_or(&start))
+    else {
+        return Onset::Unknown;
+    };
+    let mut onset = points[last].0;
+    for (t, v) in points[..=last].iter().rev() {
+        if onset - *t > period * (MAX_CALM_PERIODS + 1) {
+            break;
+        }
+        if departed(*v) {
+            onset = *t;
+        }
+    }
+    // A flapping episode's earlier bursts are the same symptom.
+    if let Some(episode) = symptom.episode_start.filter(|e| *e < onset) {
+        let lead = episode - period * 10;
+        if let Some((t, _)) = points
+            .iter()
+            .find(|(t, v)| *t >= lead && *t < onset && departed(*v))
+        {
+            onset = *t;
+        }
+    }
+    let from_the_first_period = points.first().is_some_and(|(t, _)| *t >= onset);
+    Onset::Moved {
+        at: onset,
+        baseline,
+        level,
+        from_the_first_period,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn t0() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 12, 1, 12, 0, 0).unwrap()
+    }
+
+    fn minute(i: i64) -> DateTime<Utc> {
+        t0() + Duration::minutes(i)
+    }
+
+    /// 120 minutes: `value(i)` at minute i.
+    fn series(value: impl Fn(i64) -> f64) -> MetricSeries {
+        MetricSeries {
+            id: "m".into(),
+            points: (0..120).map(|i| (minute(i), value(i))).collect(),
+        }
+    }
+
+    fn breach_from(i: i64, to: i64) -> Vec<DateTime<Utc>> {
+        (i..to).map(minute).collect()
+    }
+
+    #[test]
+    fn a_step_is_found_where_it_happened_not_where_the_alarm_fired() {
+        let s = series(|i| if i >= 90 { 1.2 } else { 0.1 });
+        let breach = breach_from(92, 120);
+        let onset = find(&SymptomSeries {
+            series: &s,
+            baseline: None,
+            breach: &breach,
+            episode_start: None,
+            period_seconds: 60,
+        });
+        assert_eq!(onset.at(), Some(minute(90)));
+    }
+
+    #[test]
+    fn a_ramp_begins_where_it_leaves_the_baseline_by_a_third() {
+        // Flat 0.1 until 60, then +0.02 a minute: 1.3 at 120.
+        let s = series(|i| {
+            if i < 60 {
+                0.1
+            } else {
+                0.1 + 0.02 * (i - 60) as f64
+            }
+        });
+        let breach = breach_from(100, 120);
+        let Onset::Moved { at, .. } = find(&SymptomSeries {
+            series: &s,
+            baseline: None,
+            breach: &breach,
+            episode_start: None,
+            period_seconds: 60,
+        }) else {
+            panic!("a ramp moves")
+        };
+        assert!(at > minute(60) && at < minute(100), "{at}");
+    }
+
+    #[test]
+    fn a_series_at_the_breach_level_all_along_did_not_move() {
+        let s = series(|i| 0.55 + 0.01 * ((i % 3) as f64));
+        let breach = breach_from(100, 120);
+        let onset = find(&SymptomSeries {
+            series: &s,
+            baseline: None,
+            breach: &breach,
+            episode_start: None,
+            period_seconds: 60,
+        });
+        assert!(matches!(onset, Onset::DidNotMove { .. }), "{onset:?}");
+    }
+
+    #[test]
+    fn a_flapping_episode_begins_at_its_first_burst() {
+        let s = series(|i| if i % 20 < 4 && i >= 30 { 1.5 } else { 0.2 });
+        let breach: Vec<_> = (0..120)
+            .filter(|i| i % 20 < 4 && *i >= 30)
+            .map(minute)
+            .collect();
+        let onset = find(&SymptomSeries {
+            series: &s,
+            baseline: Some(0.2),
+            breach: &breach,
+            episode_start: Some(minute(41)),
+            period_seconds: 60,
+        });
+        assert_eq!(onset.at(), Some(minute(40)));
+    }
+
+    #[test]
+    fn a_short_calm_inside_the_run_does_not_end_it() {
+        let s = series(|i| {
+            if i >= 80 && !(95..97).contains(&i) {
+                1.0
+            } else {
+                0.1
+            }
+        });
+        let breach = breach_from(100, 120);
+        let onset = find(&SymptomSeries {
+            series: &s,
+            baseline: None,
+            breach: &breach,
+            episode_start: None,
+            period_seconds: 60,
+        });
+        assert_eq!(onset.at(), Some(minute(80)));
+    }
+
+    #[test]
+    fn no_breach_no_onset() {
+        let s = series(|_| 0.1);
+        let onset = find(&SymptomSeries {
+            series: &s,
+            baseline: None,
+            breach: &[],
+            episode_start: None,
+            period_seconds: 60,
+        });
+        assert_eq!(onset, Onset::Unknown);
+    }
+}
