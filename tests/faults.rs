@@ -109,7 +109,9 @@ async fn a_live_diagnosis_validates_against_the_schema_and_reads_nothing_twice()
         Some(&1),
         "{calls:?}"
     );
-    assert_eq!(calls.get("monitoring:GetMetricData"), Some(&2), "{calls:?}");
+    // The alarm's metric over the window, the target groups' series, and
+    // the alarm's metric over 14 days (the standing level).
+    assert_eq!(calls.get("monitoring:GetMetricData"), Some(&3), "{calls:?}");
     assert_eq!(
         calls.get("elasticloadbalancing:DescribeTargetGroups"),
         Some(&1),

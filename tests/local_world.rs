@@ -465,6 +465,23 @@ fn a_malformed_world_fails_with_the_file_the_field_and_what_was_expected() {
     assert!(!dir.join("state/pids").exists(), "nothing was started");
 }
 
+/// A group with single slow requests and a drifting error level: the
+/// generator once took a slow request's time for the ramp's offset.
+#[test]
+fn single_slow_requests_and_a_ramping_error_level_share_a_group() {
+    let variant = LocalWorld::variant("alb-low-traffic-artifact", |w| {
+        w.replacen(
+            "        slow_requests:\n",
+            "        http_5xx_per_minute: {base: 0, ramp: {from: -30m, to: -5m, value: 3}}\n        slow_requests:\n",
+            1,
+        )
+    });
+    // The generator crashed on this group before it served anything.
+    let world = LocalWorld::up(variant.to_str().unwrap());
+    let event = world.deliver();
+    assert!(event.exists(), "the alarm fires once the world is up");
+}
+
 #[test]
 fn the_amp_workspace_refuses_an_unsigned_query_and_forwards_nothing() {
     let world = LocalWorld::up("alb-amp-worker-ceiling");

@@ -839,8 +839,8 @@ def target_group_minutes(world: World, tg: dict[str, Any], minutes: int) -> list
         slow = metrics.get("slow_requests")
         if slow:
             for j, event in enumerate(slow):
-                at = world.at(event["at"], f"metrics.slow_requests[{j}].at")
-                if at == t:
+                slow_at = world.at(event["at"], f"metrics.slow_requests[{j}].at")
+                if slow_at == t:
                     values.append(float(event["seconds"]))
                     counts.append(float(event.get("count", 1)))
                     requests += int(event.get("count", 1))

@@ -92,8 +92,11 @@ impl MetricSource for StaticSources {
     ) -> Result<Vec<MetricSeries>> {
         let source = if queries.first().is_some_and(|q| q.id.starts_with('g')) {
             super::source::TARGET_GROUP_METRICS
-        } else {
+        } else if queries.iter().any(|q| q.id == "average") {
             super::source::METRIC_STATISTICS
+        } else {
+            // The alarm's statistic alone: the standing level's long read.
+            super::source::METRIC_HISTORY
         };
         self.enter(source).await?;
         Ok(queries

@@ -41,7 +41,7 @@ pub use ledger::Ledger;
 fn offline_sources(plan: &Plan) -> Vec<&'static str> {
     let mut out = vec![source::ALARM_HISTORY, source::ALARM_DEFINITION];
     if plan.metric.is_some() {
-        out.push(source::METRIC_STATISTICS);
+        out.extend([source::METRIC_STATISTICS, source::METRIC_HISTORY]);
     }
     if plan.load_balancer_dimension.is_some() {
         out.extend([

@@ -52,9 +52,10 @@ async fn independent_calls_never_wait_for_each_other() {
         "two dependent steps of 100 ms"
     );
     assert!(got.evidence.alb.as_ref().unwrap().groups.len() == 6);
-    // history, definition, statistics, TGs, TG metrics, tags, 6 attributes, 6 health;
-    // alongside, three CloudTrail lookups and the load balancer (its security groups).
-    assert_eq!(sources.call_count(), 22);
+    // history, definition, statistics, the standing level's long read, TGs,
+    // TG metrics, tags, 6 attributes, 6 health; alongside, three CloudTrail
+    // lookups and the load balancer (its security groups).
+    assert_eq!(sources.call_count(), 23);
 }
 
 #[tokio::test(start_paused = true)]

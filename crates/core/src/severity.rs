@@ -15,6 +15,9 @@ pub const SUSTAINED_IMPACT_MINUTES: u32 = 5;
 
 /// One request in twenty failing is felt by most users within a few clicks.
 pub const FAILING_SHARE: f64 = 0.05;
+/// One request in ten failing is felt by nearly everyone at once: no need
+/// to wait [`SUSTAINED_IMPACT_MINUTES`] to call it an outage.
+pub const FAILING_AT_ONCE_SHARE: f64 = 0.10;
 
 /// What decides the severity.
 #[derive(Debug, Clone, Copy)]
@@ -142,9 +145,10 @@ fn users_unaffected(impact: &Impact<'_>) -> Option<String> {
     }
 }
 
-/// Users get errors: a culprit group with no healthy target (every request
-/// to it fails), or a 5xx cause failing at least [`FAILING_SHARE`] of its
-/// requests for [`SUSTAINED_IMPACT_MINUTES`].
+/// Users get errors: a culprit group with no healthy target whose traffic
+/// failed or vanished, or a 5xx cause failing at least [`FAILING_SHARE`] of
+/// its requests for [`SUSTAINED_IMPACT_MINUTES`] (or [`FAILING_AT_ONCE_SHARE`]
+/// however short the breach so far).
 fn failing_for_users(impact: &Impact<'_>) -> Option<String> {
     if let Some(group) = impact.target_groups.iter().find(|g| {
         g.culprit
@@ -157,8 +161,14 @@ fn failing_for_users(impact: &Impact<'_>) -> Option<String> {
             group.label()
         ));
     }
-    if impact.breaching_minutes < SUSTAINED_IMPACT_MINUTES {
-        return None;
+    let short = impact.breaching_minutes < SUSTAINED_IMPACT_MINUTES;
+    let bar = if short {
+        FAILING_AT_ONCE_SHARE
+    } else {
+        FAILING_SHARE
+    };
+    if let Some(reason) = culprit_failing(impact, bar) {
+        return Some(reason);
     }
     impact
         .findings
@@ -172,7 +182,7 @@ fn failing_for_users(impact: &Impact<'_>) -> Option<String> {
         })
         .find_map(|f| match &f.facts {
             crate::diagnosis::finding::Facts::Errors(e) => {
-                e.rate().filter(|rate| *rate >= FAILING_SHARE).map(|rate| {
+                e.rate().filter(|rate| *rate >= bar).map(|rate| {
                     format!(
                         "{:.1} % of requests fail with 5xx over {} breaching minutes",
                         rate * 100.0,
@@ -181,6 +191,35 @@ fn failing_for_users(impact: &Impact<'_>) -> Option<String> {
                 })
             }
             _ => None,
+        })
+}
+
+/// A culprit group whose own failures (target 5xx, or TCP resets) rose and
+/// reach `bar` of its requests (or flows): what its users felt, whichever
+/// finding names the mechanism.
+fn culprit_failing(impact: &Impact<'_>, bar: f64) -> Option<String> {
+    let network = impact.alarm.namespace() == Some("AWS/NetworkELB");
+    impact
+        .target_groups
+        .iter()
+        .filter(|g| g.culprit)
+        .find_map(|g| {
+            let u = g.users?;
+            let rose = u.failures_per_minute_while_breaching
+                > (2.0 * u.failures_per_minute_before).max(u.failures_per_minute_before + 1.0);
+            let requests = u.requests_per_minute_while_breaching;
+            let share = (requests > 0.0).then(|| u.failures_per_minute_while_breaching / requests)?;
+            (rose && share >= bar).then(|| {
+                format!(
+                    "{:.1} % of the {} to {} fail ({:.0} a minute, {:.0} before) over {} breaching minutes",
+                    (share * 100.0).min(100.0),
+                    if network { "flows" } else { "requests" },
+                    g.label(),
+                    u.failures_per_minute_while_breaching,
+                    u.failures_per_minute_before,
+                    impact.breaching_minutes
+                )
+            })
         })
 }
 
@@ -286,7 +325,13 @@ mod tests {
         assert_eq!(
             assess_with(Behaviour::Transient, "Sum", 0.0, 2, &failing),
             Severity::Warning,
-            "two minutes is a blip"
+            "two minutes of one in twenty is a blip"
+        );
+        let one_in_seven = [errors(FindingId::TargetErrors, 140.0, 1000.0)];
+        assert_eq!(
+            assess_with(Behaviour::Transient, "Sum", 0.0, 3, &one_in_seven),
+            Severity::Critical,
+            "one request in seven failing is felt at once"
         );
     }
 
@@ -367,18 +412,26 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_target_unhealthy_while_flows_go_on_is_a_warning_that_users_are_not_affected() {
-        let alarm = health_alarm("AWS/NetworkELB");
-        let groups = [all_unhealthy(impact(2600.0, 2590.0, 0.0))];
-        let (severity, reason) = assess(&Impact {
+    /// A sustained health alarm on `namespace` whose one group has every target unhealthy.
+    fn assess_unhealthy(
+        namespace: &str,
+        users: crate::diagnosis::summary::UserImpact,
+    ) -> (Severity, String) {
+        let alarm = health_alarm(namespace);
+        let groups = [all_unhealthy(users)];
+        assess(&Impact {
             kind: ReportKind::Diagnosis,
             behaviour: Behaviour::Sustained,
             alarm: &alarm,
             findings: &[],
             target_groups: &groups,
             breaching_minutes: 10,
-        });
+        })
+    }
+
+    #[test]
+    fn every_target_unhealthy_while_flows_go_on_is_a_warning_that_users_are_not_affected() {
+        let (severity, reason) = assess_unhealthy("AWS/NetworkELB", impact(2600.0, 2590.0, 0.0));
         assert_eq!(severity, Severity::Warning);
         assert!(
             reason.contains("all 3 targets") && reason.contains("the NLB fails open"),
@@ -389,16 +442,35 @@ mod tests {
 
     #[test]
     fn every_target_unhealthy_while_traffic_fails_is_critical() {
-        let alarm = health_alarm("AWS/ApplicationELB");
-        let groups = [all_unhealthy(impact(2600.0, 2590.0, 900.0))];
+        let (severity, reason) =
+            assess_unhealthy("AWS/ApplicationELB", impact(2600.0, 2590.0, 900.0));
+        assert_eq!(severity, Severity::Critical, "{reason}");
+    }
+
+    #[test]
+    fn flows_reset_at_a_group_whose_resets_rose_are_critical_however_short() {
+        let mut alarm = health_alarm("AWS/NetworkELB");
+        if let Some(w) = alarm.watched.as_mut() {
+            w.name = "TCP_Target_Reset_Count".to_owned();
+        }
+        let groups = [TargetGroupSummary {
+            users: Some(crate::diagnosis::summary::UserImpact {
+                requests_per_minute_before: 600.0,
+                requests_per_minute_while_breaching: 4600.0,
+                failures_per_minute_before: 3.0,
+                failures_per_minute_while_breaching: 4100.0,
+            }),
+            ..group(0.0)
+        }];
         let (severity, reason) = assess(&Impact {
             kind: ReportKind::Diagnosis,
-            behaviour: Behaviour::Sustained,
+            behaviour: Behaviour::Transient,
             alarm: &alarm,
             findings: &[],
             target_groups: &groups,
-            breaching_minutes: 10,
+            breaching_minutes: 3,
         });
         assert_eq!(severity, Severity::Critical, "{reason}");
+        assert!(reason.contains("% of the flows to"), "{reason}");
     }
 }

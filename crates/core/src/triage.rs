@@ -5,7 +5,9 @@ use chrono::{DateTime, Utc};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::alarm::AlarmNotification;
-use crate::classify::{AlarmTiming, Behaviour, ClassifierConfig, classify, human_duration};
+use crate::classify::{
+    AlarmTiming, Behaviour, Classification, ClassifierConfig, classify, human_duration,
+};
 use crate::diagnosis::finding::Role;
 use crate::diagnosis::{
     AlarmFacts, Diagnosis, DiagnosisId, Finding, FindingId, Link, MAX_LINK_URL_CHARS, ReportKind,
@@ -34,6 +36,7 @@ pub fn assemble(
     let timing = timing_of(&alarm);
     let classification = classify(&history, alarm.new_state, timing, config, now);
     let decided = findings::decide(&classification, investigation, now);
+    let classification = standing_breach(classification, investigation, &decided.findings);
 
     let alarm_lasted = (kind == ReportKind::Resolution)
         .then(|| {
@@ -134,6 +137,35 @@ pub fn assemble(
         alarm_lasted_seconds: alarm_lasted.and_then(|d| u64::try_from(d.num_seconds()).ok()),
         hold: None,
     }
+}
+
+/// A metric beyond its threshold in every period read, at its usual level,
+/// is not a short excursion however young the alarm's own history is (a new
+/// alarm, a threshold just moved): the breach is as old as the data.
+fn standing_breach(
+    mut classification: Classification,
+    investigation: &Investigation,
+    findings: &[Finding],
+) -> Classification {
+    let standing = findings.iter().any(|f| {
+        f.id == FindingId::ThresholdInsideNormalRange
+            && f.verdict == crate::diagnosis::Verdict::Supported
+    });
+    let points = investigation
+        .evidence
+        .statistics
+        .as_ref()
+        .map_or(0, |s| s.alarm_stat.points.len());
+    let throughout = points > 0 && investigation.breach.len() * 10 >= points * 9;
+    if standing && throughout && classification.behaviour == Behaviour::Transient {
+        classification.behaviour = Behaviour::Sustained;
+        classification.explanation = format!(
+            "the metric breached in {} of the {points} periods read, at its usual level: the breach is as old as the data, whatever the alarm's own history says ({})",
+            investigation.breach.len(),
+            classification.explanation
+        );
+    }
+    classification
 }
 
 /// Behaviour first, then the causes the supported (or clearing) findings name.

@@ -50,6 +50,7 @@ impl Change {
             aspects,
             offset_seconds: None,
             most_plausible: false,
+            lowered: Vec::new(),
         }
     }
 
@@ -86,11 +87,6 @@ impl Change {
             self.subject,
             self.summary
         )
-    }
-
-    fn came_before(&self, grace: Duration) -> bool {
-        self.offset_seconds
-            .is_some_and(|s| s <= grace.num_seconds())
     }
 }
 
@@ -216,49 +212,65 @@ impl Timeline {
         if !self.kubernetes_read && !self.trail_read {
             return None;
         }
-        let before: Vec<&Change> = self
-            .changes
-            .iter()
-            .filter(|c| c.came_before(Duration::minutes(1)))
-            .collect();
         let unread = match (self.kubernetes_read, self.trail_read) {
             (true, false) => " (CloudTrail not read)",
             (false, true) => " (the cluster not read)",
             _ => "",
         };
-        let people: Vec<&Suspect> = self.suspects.iter().filter(|s| !s.reaction).collect();
-        let acquitted = people
+        let before = |s: &&Suspect| s.offset_seconds.is_none_or(|o| o <= 60);
+        let people: Vec<&Suspect> = self
+            .suspects
             .iter()
-            .filter(|s| s.verdict == SuspectVerdict::Acquitted)
+            .filter(|s| s.is_change() && !s.reaction)
+            .collect();
+        let (people_before, people_after): (Vec<&Suspect>, Vec<&Suspect>) =
+            people.into_iter().partition(before);
+        let reactions = self
+            .suspects
+            .iter()
+            .filter(|s| s.reaction)
+            .filter(before)
             .count();
-        match (people.last(), before.iter().rev().find(|c| !c.automatic)) {
-            (Some(last), _) if acquitted == people.len() => Some(format!(
-                "No change convicted: {} before the breach {} acquitted; the last, {}",
-                crate::classify::plural(acquitted as u32, "change"),
-                if acquitted == 1 { "was" } else { "were" },
-                last.reason
-            )),
-            (Some(last), _) => Some(format!(
-                "No change convicted; not every test could be run on the last, {}",
-                last.reason
-            )),
-            (None, Some(last)) => Some(format!(
-                "No change convicted; the last: {}",
-                last.sentence()
-            )),
-            (None, None) => {
-                let reactions = before.len();
-                Some(format!(
-                    "No change in the {} h before the breach{unread}{}",
-                    LOOKBACK.num_hours(),
-                    match reactions {
-                        0 => String::new(),
-                        1 => "; only the cluster reacting once (see Changes)".to_owned(),
-                        n => format!("; only the cluster reacting, {n} times (see Changes)"),
-                    }
-                ))
-            }
+        if let Some(last) = people_before.last() {
+            let acquitted = people_before
+                .iter()
+                .filter(|s| s.verdict == SuspectVerdict::Acquitted)
+                .count();
+            return Some(if acquitted == people_before.len() {
+                format!(
+                    "No change convicted: {} before the breach {} acquitted; the last, {}",
+                    crate::classify::plural(acquitted as u32, "change"),
+                    if acquitted == 1 { "was" } else { "were" },
+                    last.reason
+                )
+            } else {
+                format!(
+                    "No change convicted; not every test could be run on the last, {}",
+                    last.reason
+                )
+            });
         }
+        let after = match people_after.last() {
+            Some(last) => format!(
+                "; {} after it began, acquitted (the last, {})",
+                crate::classify::plural(people_after.len() as u32, "change"),
+                last.reason
+            ),
+            None => String::new(),
+        };
+        let reacted = match reactions {
+            0 => String::new(),
+            1 => {
+                "; only the cluster reacting once, acquitted as a reaction (see Changes)".to_owned()
+            }
+            n => format!(
+                "; only the cluster reacting, {n} times, acquitted as reactions (see Changes)"
+            ),
+        };
+        Some(format!(
+            "No change in the {} h before the breach{unread}{reacted}{after}",
+            LOOKBACK.num_hours()
+        ))
     }
 }
 
@@ -357,8 +369,15 @@ fn rollouts(workload: &Workload) -> Vec<Change> {
             {
                 details.push(format!("rollout: {ready} of {wanted} pods ready"));
             }
+            let lowered = differences
+                .iter()
+                .flatten()
+                .filter(|d| d.lowers_a_limit())
+                .map(|d| d.aspect)
+                .collect();
             Some(Change {
                 details,
+                lowered,
                 ..Change::in_cluster(ChangeKind::Rollout, at, subject.clone(), summary, aspects)
             })
         })
@@ -516,8 +535,19 @@ fn hpa_edit(workload: &Workload) -> Option<Change> {
         .fields
         .iter()
         .any(|f| matches!(f.as_str(), "maxReplicas" | "minReplicas" | "metrics"));
+    // The edit's earlier values are not kept: a maximum the HPA now sits at
+    // is taken as brought down to where it bites.
+    let capped = edit.fields.iter().any(|f| f == "maxReplicas")
+        && hpa
+            .current_replicas
+            .is_some_and(|current| current >= hpa.max_replicas);
     Some(Change {
         by: edit.manager.clone(),
+        lowered: if capped {
+            vec![Aspect::Replicas]
+        } else {
+            Vec::new()
+        },
         details: edit.manager.iter().map(|m| format!("by {m}")).collect(),
         ..Change::in_cluster(
             ChangeKind::Scaling,

@@ -22,6 +22,19 @@ impl TemplateDifference {
     pub fn describe(&self) -> String {
         format!("{} {} -> {}", self.field, self.before, self.after)
     }
+
+    /// A limit brought down (a CPU or memory limit, the replicas): it acts
+    /// when demand reaches it, however long after the rollout.
+    pub fn lowers_a_limit(&self) -> bool {
+        use crate::evidence::workload::{bytes, cpu_cores};
+        let amount = |text: &str| match self.aspect {
+            Aspect::CpuLimit => cpu_cores(text),
+            Aspect::Memory if self.field.ends_with("memory limit") => bytes(text),
+            Aspect::Replicas => text.parse::<f64>().ok(),
+            _ => None,
+        };
+        matches!((amount(&self.before), amount(&self.after)), (Some(b), Some(a)) if a < b)
+    }
 }
 
 /// The differences from `before` to `after`, in a stable order (image and
@@ -58,10 +71,10 @@ pub fn diff(before: &Revision, after: &Revision) -> Option<Vec<TemplateDifferenc
     }
     scheduling(old, new, &mut out);
     metadata(old, new, &mut out);
-    if before.desired_replicas != after.desired_replicas
-        && before.desired_replicas.is_some()
-        && after.desired_replicas.is_some()
-    {
+    // A ReplicaSet scaled away keeps 0 as its desired replicas: that is the
+    // rollout moving pods, not a change of how many the Deployment wants.
+    let wanted = |r: &Revision| r.desired_replicas.filter(|n| *n > 0);
+    if wanted(before) != wanted(after) && wanted(before).is_some() && wanted(after).is_some() {
         out.push(TemplateDifference {
             aspect: Aspect::Replicas,
             field: "replicas".to_owned(),

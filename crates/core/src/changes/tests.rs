@@ -149,7 +149,7 @@ fn with_nothing_changed_the_headline_says_so_and_names_only_reactions() {
     convict(&mut timeline, 10, Default::default());
     assert_eq!(
         timeline.headline().unwrap(),
-        "No change in the 6 h before the breach; only the cluster reacting once (see Changes)"
+        "No change in the 6 h before the breach; only the cluster reacting once, acquitted as a reaction (see Changes)"
     );
 }
 

@@ -90,6 +90,10 @@ pub struct Change {
     pub automatic: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aspects: Vec<Aspect>,
+    /// The limits among `aspects` that it brought down (a CPU or memory
+    /// limit, replicas, an HPA's maximum).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lowered: Vec<Aspect>,
     /// Seconds from the breach's start; negative before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub offset_seconds: Option<i64>,

@@ -84,6 +84,9 @@ pub struct Suspect {
     /// When it took effect (a change), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub at: Option<DateTime<Utc>>,
+    /// Seconds from the breach's start to the change; negative before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset_seconds: Option<i64>,
     /// Did the symptom start when it took effect, within the lag its kind allows?
     pub onset: Test,
     /// Can it move this metric at all?
@@ -99,6 +102,11 @@ pub struct Suspect {
 }
 
 impl Suspect {
+    /// A change of the timeline, rather than the culprit group or the standing level.
+    pub fn is_change(&self) -> bool {
+        !matches!(self.kind.as_str(), "culprit_group" | "standing_level")
+    }
+
     /// The three tests in the order a reason is taken from.
     pub fn tests(&self) -> [&Test; 3] {
         [&self.onset, &self.mechanism, &self.locality]

@@ -150,6 +150,8 @@ fn standing_of(q: &StandingQuestion<'_>) -> Option<Standing> {
 
 /// A breaching side held this share of the history is the metric's usual level.
 const STANDING_SHARE: f64 = 0.5;
+/// ... when the history read spans at least this long.
+const MIN_STANDING_SPAN: chrono::Duration = chrono::Duration::hours(2);
 
 /// Was it always like this? Asked of every alarm: the alarm's own metric
 /// over the days CloudWatch keeps. Supported when nothing moved into the
@@ -179,7 +181,10 @@ pub fn standing_level(q: &StandingQuestion<'_>) -> Finding {
             with_unit(s.p99, unit)
         )
     });
-    let mostly = standing.as_ref().is_some_and(|s| s.share >= STANDING_SHARE);
+    // "Always" needs a history well beyond the breach itself.
+    let mostly = standing
+        .as_ref()
+        .is_some_and(|s| s.share >= STANDING_SHARE && s.span >= MIN_STANDING_SPAN);
     let moved = match (q.onset, q.outcome) {
         (_, Some(Outcome::Culprits | Outcome::Shared)) => true,
         (
@@ -217,12 +222,7 @@ pub fn standing_level(q: &StandingQuestion<'_>) -> Finding {
                 read.as_deref()
                     .unwrap_or("for an unknown share of the time")
             ),
-            Some(format!(
-                "standing level: {how}{}",
-                read.as_deref()
-                    .map(|r| format!("; beyond {threshold} {r}"))
-                    .unwrap_or_default()
-            )),
+            Some(format!("standing level: {how}")),
         )
     } else if nothing_moved || mostly {
         let why = if mostly {

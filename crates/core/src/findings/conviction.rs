@@ -159,17 +159,149 @@ pub fn convict(scope: &Scope<'_>, decided: &mut Decided) {
     decided.changes.convict(&scene);
     follow_verdicts(&mut decided.findings, &decided.changes.suspects);
     super::registry::assign(&mut decided.findings);
-    standing_alone(&mut decided.findings, &decided.changes.suspects);
-    if scope.investigation.alarm.family() == crate::alarm::facts::MetricFamily::ClientErrors {
-        callers_alone(&mut decided.findings);
+    if standing_alone(&mut decided.findings, &decided.changes.suspects) {
+        // A group at its usual level is a standing condition, not the
+        // culprit of a breach, even the one group an alarm watches.
+        for group in &mut decided.target_groups {
+            group.culprit = false;
+        }
     }
+    if scope.investigation.alarm.family() == crate::alarm::facts::MetricFamily::ClientErrors {
+        let unchanged = decided
+            .target_groups
+            .iter()
+            .filter(|g| g.culprit)
+            .all(|g| g.users.is_some_and(|u| u.unaffected()));
+        callers_alone(&mut decided.findings, unchanged);
+    }
+    let others = [
+        culprit_group_suspect(decided, &scene_onset_note(decided)),
+        standing_suspect(&decided.findings),
+    ];
+    decided
+        .changes
+        .suspects
+        .extend(others.into_iter().flatten());
+}
+
+/// When the symptom began, in a few words, for the non-change suspects.
+fn scene_onset_note(decided: &Decided) -> String {
+    match decided.onset {
+        Onset::Moved {
+            at,
+            baseline,
+            level,
+            ..
+        } => format!(
+            "{} moved from {baseline:.3} to {level:.3} at {}",
+            decided.symptom,
+            at.format("%H:%M UTC")
+        ),
+        Onset::DidNotMove { level } => format!(
+            "{} sat at {level:.3} before the breach too",
+            decided.symptom
+        ),
+        Onset::Unknown => format!("when {} began to move is unknown", decided.symptom),
+    }
+}
+
+/// The culprit group as a suspect: its own series moved at the onset
+/// (onset), its return to its level brings the metric back (mechanism), and
+/// it moved without the others (locality).
+fn culprit_group_suspect(decided: &Decided, onset_note: &str) -> Option<Suspect> {
+    use crate::diagnosis::suspect::Test;
+    let group = decided.target_groups.iter().find(|g| g.culprit)?;
+    let onset = match decided.onset {
+        Onset::Moved { .. } => Test::pass(onset_note),
+        Onset::DidNotMove { .. } => Test::fail(onset_note),
+        Onset::Unknown => Test::unknown(onset_note),
+    };
+    let mechanism = match (group.without_its_change, group.baseline) {
+        (Some(without), Some(baseline)) => Test::pass(format!(
+            "back at its usual {baseline:.3}, the alarm's metric would have been {without:.3}"
+        )),
+        _ => Test::pass("the alarm watches this group's own metric"),
+    };
+    let others_moved = decided
+        .target_groups
+        .iter()
+        .filter(|g| !g.culprit)
+        .any(|g| g.share_of_breach.is_some_and(|s| s > 0.2));
+    let locality = if others_moved {
+        Test::fail("other groups moved with it")
+    } else {
+        Test::pass("the other groups stayed at their usual level")
+    };
+    let verdict = Suspect::verdict_of(&onset, &mechanism, &locality);
+    Some(Suspect {
+        kind: "culprit_group".to_owned(),
+        subject: format!("target group {}", group.label()),
+        summary: match (group.statistic_while_breaching, group.baseline) {
+            (Some(now), Some(usual)) => format!("{now:.3} while breaching, usually {usual:.3}"),
+            (Some(now), None) => format!("{now:.3} while breaching"),
+            _ => "the group named as behind the alarm".to_owned(),
+        },
+        at: decided.onset.at(),
+        offset_seconds: None,
+        reason: format!("target group {}: {}", group.name, onset.note),
+        onset,
+        mechanism,
+        locality,
+        verdict,
+        reaction: false,
+    })
+}
+
+/// The standing level as a suspect, from its finding.
+fn standing_suspect(findings: &[Finding]) -> Option<Suspect> {
+    use crate::diagnosis::suspect::Test;
+    let f = findings
+        .iter()
+        .find(|f| f.id == FindingId::ThresholdInsideNormalRange)?;
+    let (onset, mechanism) = match f.verdict {
+        Verdict::Supported => (
+            Test::pass("the metric has no onset: it sat at this level before the breach"),
+            Test::pass("the threshold sits inside the metric's usual range"),
+        ),
+        Verdict::Refuted => (
+            Test::fail(f.ruled_out_by.clone().unwrap_or_else(|| f.summary.clone())),
+            Test::pass("a threshold inside the usual range would fire on it"),
+        ),
+        Verdict::Inconclusive => (Test::unknown(f.summary.clone()), Test::unknown("")),
+    };
+    let locality = Test::pass("the alarm's own metric");
+    let verdict = Suspect::verdict_of(&onset, &mechanism, &locality);
+    Some(Suspect {
+        kind: "standing_level".to_owned(),
+        subject: "the alarm's threshold".to_owned(),
+        summary: f.summary.clone(),
+        at: None,
+        offset_seconds: None,
+        reason: match verdict {
+            crate::diagnosis::suspect::SuspectVerdict::Acquitted => onset.note.clone(),
+            _ => f.cause.clone().unwrap_or_else(|| f.summary.clone()),
+        },
+        onset,
+        mechanism,
+        locality,
+        verdict,
+        reaction: false,
+    })
 }
 
 /// 4xx are callers' errors until shown otherwise: what the pods, the HPA or
 /// the nodes do cannot make a service refuse a request, so none of it is a
 /// cause of a client-error alarm (it stays as context).
-fn callers_alone(findings: &mut [Finding]) {
+/// 5xx that did not rise (`failures_unchanged`) are not why callers get 4xx either.
+fn callers_alone(findings: &mut [Finding], failures_unchanged: bool) {
     for f in findings.iter_mut() {
+        let errors = matches!(
+            f.id,
+            FindingId::TargetErrors | FindingId::LoadBalancerErrors
+        );
+        if errors && failures_unchanged && f.role == Role::Cause {
+            f.role = Role::Context;
+        }
         let about_capacity = matches!(
             f.id,
             FindingId::WorkerCeiling
@@ -192,7 +324,7 @@ fn callers_alone(findings: &mut [Finding]) {
 /// A metric that sat at its level all along, with no change convicted, has
 /// one cause: where the threshold was put. What the pods or the HPA show is
 /// how the service always runs, context for the threshold's owners.
-fn standing_alone(findings: &mut [Finding], suspects: &[Suspect]) {
+fn standing_alone(findings: &mut [Finding], suspects: &[Suspect]) -> bool {
     let standing = findings
         .iter()
         .any(|f| f.id == FindingId::ThresholdInsideNormalRange && f.role == Role::Cause);
@@ -200,7 +332,7 @@ fn standing_alone(findings: &mut [Finding], suspects: &[Suspect]) {
         .iter()
         .any(|s| s.verdict == SuspectVerdict::Convicted);
     if !standing || convicted {
-        return;
+        return false;
     }
     for f in findings.iter_mut() {
         if f.role == Role::Cause
@@ -212,6 +344,7 @@ fn standing_alone(findings: &mut [Finding], suspects: &[Suspect]) {
             f.role = Role::Context;
         }
     }
+    true
 }
 
 /// The deploy finding follows the rollouts' and ConfigMap edits' verdicts,

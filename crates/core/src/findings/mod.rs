@@ -246,7 +246,10 @@ fn load_balancer(scope: &Scope<'_>, decided: &mut Decided) {
             decided.findings.extend(analysis.findings.iter().cloned());
             decided.target_groups = analysis.summaries.clone();
             let periods = alb::periods_considered(alb_evidence, breach, alarm.period());
-            let error_alarm = alarm.family().is_failure();
+            // A client-error alarm asks too whether users also got 5xx:
+            // 4xx with healthy 5xx are about the callers.
+            let error_alarm =
+                alarm.family().is_failure() || alarm.family() == MetricFamily::ClientErrors;
             // Who answered the 5xx, and whether slow requests fail the
             // health checks, are HTTP questions: an NLB has neither.
             let http = investigation.plan.family.is_some_and(|f| f.http);

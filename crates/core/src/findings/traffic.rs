@@ -34,18 +34,7 @@ pub fn median_at(series: &MetricSeries, periods: &[DateTime<Utc>]) -> Option<f64
     median(&mut values)
 }
 
-pub fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    })
-}
+pub use crate::series::median;
 
 pub fn round(x: f64, places: i32) -> f64 {
     let f = 10f64.powi(places);

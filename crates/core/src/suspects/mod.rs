@@ -30,8 +30,11 @@ pub const ROLLOUT_LAG: Duration = Duration::minutes(20);
 pub const RESTART_LAG: Duration = Duration::minutes(10);
 /// An AWS change applies at once; health checks take a few intervals to act.
 pub const AWS_LAG: Duration = Duration::minutes(10);
-/// A ConfigMap a process re-reads on its own, or a scale-in, acts within minutes.
+/// A ConfigMap a process re-reads on its own acts within minutes.
 pub const RELOAD_LAG: Duration = Duration::minutes(15);
+/// The HPA reconciles every 15 s and pods start within a minute or two: a
+/// scaling edit or a scale-in acts at once.
+pub const SCALING_LAG: Duration = Duration::minutes(5);
 /// A change this long after the onset began is not before it.
 const GRACE: Duration = Duration::minutes(2);
 
@@ -73,18 +76,18 @@ struct Effect {
     how: Option<String>,
 }
 
-/// Judges every change that came before the breach (a minute's grace after
-/// its start); later ones cannot have set it off and stay in the timeline only.
+/// Judges every change of the timeline: one that came after the symptom
+/// began is acquitted by its onset, and on-call sees why.
 pub fn judge(changes: &[Change], scene: &Scene<'_>) -> Vec<(usize, Suspect)> {
     changes
         .iter()
         .enumerate()
-        .filter(|(_, c)| c.offset_seconds.is_none_or(|s| s <= 60))
         .map(|(i, c)| (i, judge_one(c, changes, scene)))
         .collect()
 }
 
 fn judge_one(change: &Change, all: &[Change], scene: &Scene<'_>) -> Suspect {
+    let reaction = is_reaction(change);
     let effect = effect_of(change, all, scene);
     let onset = onset_test(&effect, scene);
     let mechanism = mechanism_test(change, all, scene.family);
@@ -93,7 +96,13 @@ fn judge_one(change: &Change, all: &[Change], scene: &Scene<'_>) -> Suspect {
     let short = format!("{} {}", short_subject(change), change.when());
     let reason = match verdict {
         SuspectVerdict::Acquitted => {
-            let failed = [&onset, &mechanism, &locality]
+            // A reaction is told as one, whenever it came.
+            let order = if reaction {
+                [&mechanism, &onset, &locality]
+            } else {
+                [&onset, &mechanism, &locality]
+            };
+            let failed = order
                 .into_iter()
                 .find(|t| t.outcome == Outcome::Fail)
                 .map(|t| t.note.clone())
@@ -111,19 +120,20 @@ fn judge_one(change: &Change, all: &[Change], scene: &Scene<'_>) -> Suspect {
         }
     };
     let summary = match &effect.how {
-        Some(how) => format!("{} ({how})", change.summary),
-        None => change.summary.clone(),
+        Some(how) => format!("{} ({how})", summary_with_objects(change)),
+        None => summary_with_objects(change),
     };
     Suspect {
         kind: kind_name(change.kind).to_owned(),
         subject: change.subject.clone(),
         summary,
         at: Some(effect.at),
+        offset_seconds: change.offset_seconds,
         onset,
         mechanism,
         locality,
         verdict,
-        reaction: change.automatic && !change.aspects.contains(&Aspect::ScaleIn),
+        reaction,
         reason,
     }
 }
@@ -147,12 +157,14 @@ fn kind_name(kind: ChangeKind) -> &'static str {
 fn short_subject(change: &Change) -> String {
     match change.kind {
         ChangeKind::Rollout => {
+            // `revision 38`, whatever follows it in the summary.
             let what = change
                 .summary
-                .split(':')
+                .split([':', '('])
                 .next()
                 .unwrap_or("a revision")
-                .trim();
+                .trim()
+                .trim_end_matches(" rolled out");
             let workload = change
                 .subject
                 .strip_prefix("deployment ")
@@ -160,6 +172,45 @@ fn short_subject(change: &Change) -> String {
             format!("{what} of {workload}")
         }
         _ => change.subject.clone(),
+    }
+}
+
+/// A node taken away (an interruption, a termination, an eviction, a
+/// disruption): an event that happened to the cluster, not a controller
+/// answering one.
+fn node_lost(change: &Change) -> bool {
+    const LOSSES: [&str; 6] = [
+        "Interrupt",
+        "Terminat",
+        "Evict",
+        "Disrupt",
+        "Consolidat",
+        "Drift",
+    ];
+    change.kind == ChangeKind::Capacity && LOSSES.iter().any(|l| change.summary.contains(l))
+}
+
+/// A controller answering what happened (the HPA adding pods, the load
+/// balancer controller registering them, a node autoscaler provisioning):
+/// never a cause. A scale-in and a lost node are not answers.
+fn is_reaction(change: &Change) -> bool {
+    change.automatic && !change.aspects.contains(&Aspect::ScaleIn) && !node_lost(change)
+}
+
+/// `SpotInterrupted x2: ... on Node/ip-10-1-2-3, NodeClaim/x`: what a capacity change touched.
+fn summary_with_objects(change: &Change) -> String {
+    if change.kind != ChangeKind::Capacity {
+        return change.summary.clone();
+    }
+    let objects: Vec<&str> = change
+        .details
+        .iter()
+        .filter_map(|d| d.split_once(": ").map(|(object, _)| object))
+        .collect();
+    if objects.is_empty() {
+        change.summary.clone()
+    } else {
+        format!("{} on {}", change.summary, objects.join(", "))
     }
 }
 
@@ -190,7 +241,7 @@ fn effect_of(change: &Change, all: &[Change], scene: &Scene<'_>) -> Effect {
         _ => false,
     };
     let reached: Vec<Aspect> = change
-        .aspects
+        .lowered
         .iter()
         .copied()
         .filter(|a| limit_reached(*a))
@@ -216,6 +267,11 @@ fn effect_of(change: &Change, all: &[Change], scene: &Scene<'_>) -> Effect {
             lag: None,
             how: None,
         },
+        ChangeKind::Capacity if node_lost(change) => Effect {
+            at: change.at,
+            lag: Some(RESTART_LAG),
+            how: None,
+        },
         ChangeKind::Rollout if only(change, &[Aspect::Restart]) => Effect {
             at: change.at,
             lag: Some(RESTART_LAG),
@@ -224,6 +280,11 @@ fn effect_of(change: &Change, all: &[Change], scene: &Scene<'_>) -> Effect {
         ChangeKind::Rollout => Effect {
             at: change.at,
             lag: Some(ROLLOUT_LAG),
+            how: None,
+        },
+        ChangeKind::Scaling => Effect {
+            at: change.at,
+            lag: Some(SCALING_LAG),
             how: None,
         },
         _ if change.source == ChangeOrigin::CloudTrail => Effect {
@@ -357,7 +418,12 @@ fn aspects_named(change: &Change) -> String {
 
 fn mechanism_test(change: &Change, all: &[Change], family: MetricFamily) -> Test {
     let what = noun(family);
-    if change.automatic && !change.aspects.contains(&Aspect::ScaleIn) {
+    if node_lost(change) {
+        return Test::pass(format!(
+            "losing a node takes its pods' capacity away at once, and their replacements start cold: it can move {what}"
+        ));
+    }
+    if is_reaction(change) {
         let reaction = match change.kind {
             ChangeKind::Scaling => "the HPA adding pods",
             ChangeKind::Targets => "the controller registering the pods' targets",
@@ -451,12 +517,12 @@ fn locality_test(change: &Change, scene: &Scene<'_>) -> Test {
     }
 }
 
-/// The suspects' verdicts for the first screen: the convicted change, or the
-/// acquitted ones with their reasons.
+/// The reasons the people's changes were acquitted, for the first screen's
+/// "Ruled out" line (the cluster's reactions stay in the details).
 pub fn acquitted_reasons(suspects: &[Suspect]) -> Vec<&str> {
     suspects
         .iter()
-        .filter(|s| s.verdict == SuspectVerdict::Acquitted)
+        .filter(|s| s.verdict == SuspectVerdict::Acquitted && !s.reaction && s.is_change())
         .map(|s| s.reason.as_str())
         .collect()
 }

@@ -12,6 +12,7 @@
 use chrono::{DateTime, Duration, Utc};
 
 use crate::evidence::model::MetricSeries;
+use crate::series::median;
 
 /// A period counts as "moved" past this share of the way from the baseline to the breach's level.
 const DEPARTURE_SHARE: f64 = 0.35;
@@ -60,19 +61,6 @@ impl Onset {
             _ => None,
         }
     }
-}
-
-fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len().is_multiple_of(2) {
-        (values[mid - 1] + values[mid]) / 2.0
-    } else {
-        values[mid]
-    })
 }
 
 /// The first period of the last run of breaching periods (calm gaps of up to two periods allowed).
@@ -183,17 +171,27 @@ mod tests {
         (i..to).map(minute).collect()
     }
 
+    /// The onset of `s` breaching at `breach`, one-minute periods.
+    fn onset_of(
+        s: &MetricSeries,
+        breach: &[DateTime<Utc>],
+        baseline: Option<f64>,
+        episode_start: Option<DateTime<Utc>>,
+    ) -> Onset {
+        find(&SymptomSeries {
+            series: s,
+            baseline,
+            breach,
+            episode_start,
+            period_seconds: 60,
+        })
+    }
+
     #[test]
     fn a_step_is_found_where_it_happened_not_where_the_alarm_fired() {
         let s = series(|i| if i >= 90 { 1.2 } else { 0.1 });
         let breach = breach_from(92, 120);
-        let onset = find(&SymptomSeries {
-            series: &s,
-            baseline: None,
-            breach: &breach,
-            episode_start: None,
-            period_seconds: 60,
-        });
+        let onset = onset_of(&s, &breach, None, None);
         assert_eq!(onset.at(), Some(minute(90)));
     }
 
@@ -208,13 +206,7 @@ mod tests {
             }
         });
         let breach = breach_from(100, 120);
-        let Onset::Moved { at, .. } = find(&SymptomSeries {
-            series: &s,
-            baseline: None,
-            breach: &breach,
-            episode_start: None,
-            period_seconds: 60,
-        }) else {
+        let Onset::Moved { at, .. } = onset_of(&s, &breach, None, None) else {
             panic!("a ramp moves")
         };
         assert!(at > minute(60) && at < minute(100), "{at}");
@@ -224,13 +216,7 @@ mod tests {
     fn a_series_at_the_breach_level_all_along_did_not_move() {
         let s = series(|i| 0.55 + 0.01 * ((i % 3) as f64));
         let breach = breach_from(100, 120);
-        let onset = find(&SymptomSeries {
-            series: &s,
-            baseline: None,
-            breach: &breach,
-            episode_start: None,
-            period_seconds: 60,
-        });
+        let onset = onset_of(&s, &breach, None, None);
         assert!(matches!(onset, Onset::DidNotMove { .. }), "{onset:?}");
     }
 
@@ -241,13 +227,7 @@ mod tests {
             .filter(|i| i % 20 < 4 && *i >= 30)
             .map(minute)
             .collect();
-        let onset = find(&SymptomSeries {
-            series: &s,
-            baseline: Some(0.2),
-            breach: &breach,
-            episode_start: Some(minute(41)),
-            period_seconds: 60,
-        });
+        let onset = onset_of(&s, &breach, Some(0.2), Some(minute(41)));
         assert_eq!(onset.at(), Some(minute(40)));
     }
 
@@ -261,26 +241,14 @@ mod tests {
             }
         });
         let breach = breach_from(100, 120);
-        let onset = find(&SymptomSeries {
-            series: &s,
-            baseline: None,
-            breach: &breach,
-            episode_start: None,
-            period_seconds: 60,
-        });
+        let onset = onset_of(&s, &breach, None, None);
         assert_eq!(onset.at(), Some(minute(80)));
     }
 
     #[test]
     fn no_breach_no_onset() {
         let s = series(|_| 0.1);
-        let onset = find(&SymptomSeries {
-            series: &s,
-            baseline: None,
-            breach: &[],
-            episode_start: None,
-            period_seconds: 60,
-        });
+        let onset = onset_of(&s, &[], None, None);
         assert_eq!(onset, Onset::Unknown);
     }
 }

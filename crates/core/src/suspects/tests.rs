@@ -41,6 +41,7 @@ fn change(kind: ChangeKind, minutes: i64, aspects: &[Aspect]) -> Change {
         aspects: aspects.to_vec(),
         offset_seconds: Some((at - breach_start()).num_seconds()),
         most_plausible: false,
+        lowered: Vec::new(),
     }
 }
 
@@ -182,14 +183,22 @@ fn a_config_map_edit_no_restart_applied_and_long_before_is_acquitted() {
 #[test]
 fn a_lowered_limit_acts_when_demand_reaches_it_however_late() {
     let groups = culprits();
-    let cap = change(ChangeKind::Scaling, 180, &[Aspect::Replicas]);
+    let mut cap = change(ChangeKind::Scaling, 180, &[Aspect::Replicas]);
     let mut reached = scene(moved_at(15), &groups);
+    reached.limits.replicas = true;
+    // Raised, or not known to be lowered: the lag of its kind holds.
     assert_eq!(
         verdict(std::slice::from_ref(&cap), &reached),
         [SuspectVerdict::Acquitted]
     );
-    reached.limits.replicas = true;
-    assert_eq!(verdict(&[cap], &reached), [SuspectVerdict::Convicted]);
+    cap.lowered = vec![Aspect::Replicas];
+    assert_eq!(
+        verdict(std::slice::from_ref(&cap), &reached),
+        [SuspectVerdict::Convicted]
+    );
+    // Lowered, but the workload never reached it.
+    reached.limits.replicas = false;
+    assert_eq!(verdict(&[cap], &reached), [SuspectVerdict::Acquitted]);
 }
 
 #[test]
@@ -240,10 +249,44 @@ fn without_the_symptom_series_a_suspect_is_undecided_not_convicted() {
 }
 
 #[test]
-fn changes_after_the_breach_began_are_not_suspects() {
+fn a_change_after_the_symptom_began_is_judged_and_acquitted_by_its_onset() {
     let groups = culprits();
     let changes = [change(ChangeKind::Rollout, -10, &[Aspect::Image])];
-    assert!(judge(&changes, &scene(moved_at(5), &groups)).is_empty());
+    let judged = judge(&changes, &scene(moved_at(5), &groups));
+    assert_eq!(judged[0].1.verdict, SuspectVerdict::Acquitted);
+    assert_eq!(
+        judged[0].1.onset.note,
+        "latency began to move 15 min before it"
+    );
+}
+
+#[test]
+fn a_reaction_is_told_as_one_and_a_lost_node_is_a_suspect() {
+    let groups = culprits();
+    let mut scale_out = change(ChangeKind::Scaling, 40, &[Aspect::ScaleOut]);
+    scale_out.automatic = true;
+    let mut lost = change(ChangeKind::Capacity, 6, &[Aspect::Nodes]);
+    lost.automatic = true;
+    lost.summary = "SpotInterrupted x2: Spot interruption warning was triggered".to_owned();
+    lost.details = vec!["Node/ip-10-30-2-118: Spot interruption warning was triggered".to_owned()];
+    let judged = judge(&[scale_out, lost], &scene(moved_at(3), &groups));
+    assert!(judged[0].1.reaction);
+    assert!(
+        judged[0]
+            .1
+            .reason
+            .contains("a reaction (the HPA adding pods)"),
+        "{}",
+        judged[0].1.reason
+    );
+    assert!(!judged[1].1.reaction);
+    assert_eq!(
+        judged[1].1.verdict,
+        SuspectVerdict::Convicted,
+        "{:?}",
+        judged[1].1
+    );
+    assert!(judged[1].1.summary.ends_with("on Node/ip-10-30-2-118"));
 }
 
 fn any_aspects() -> impl Strategy<Value = Vec<Aspect>> {
