@@ -151,8 +151,8 @@ fn configuration_change(
         (Some(c), _, _) => (
             Verdict::Supported,
             format!(
-                "{} the breach began, {} was changed: {}{}.",
-                capitalised(&c.when()),
+                "{}, {} was changed: {}{}.",
+                capitalised(&c.when_against_the_breach()),
                 c.subject,
                 c.summary,
                 c.by.as_ref()
@@ -160,9 +160,9 @@ fn configuration_change(
                     .unwrap_or_default()
             ),
             Some(format!(
-                "{} changed {} the breach: {}",
+                "{} changed {}: {}",
                 c.subject,
-                c.when(),
+                c.when_against_the_breach(),
                 c.summary
             )),
             None,
@@ -170,8 +170,8 @@ fn configuration_change(
         (None, Some(c), true) => (
             Verdict::Refuted,
             format!(
-                "The only AWS change to the path came {} the breach began: it cannot have set it off.",
-                c.when()
+                "The only AWS change to the path came {}: it cannot have set it off.",
+                c.when_against_the_breach()
             ),
             None,
             Some("AWS changes: only after the breach began".to_owned()),

@@ -203,9 +203,9 @@ pub fn review_the_aws_change(context: &Context<'_>) -> Option<NextStep> {
     }
     Some(NextStep {
         proposal: format!(
-            "Review the change to {} made {} the breach ({}) with whoever made it",
+            "Review the change to {} made {} ({}) with whoever made it",
             change.subject,
-            change.when(),
+            change.when_against_the_breach(),
             change.summary
         ),
         rationale: finding.summary.clone(),

@@ -19,8 +19,8 @@ pub mod onset;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::alarm::facts::MetricFamily;
-use crate::changes::{Aspect, Change, ChangeKind, ChangeOrigin};
 use crate::classify::human_duration;
+use crate::diagnosis::change::{Aspect, Change, ChangeKind, ChangeOrigin};
 use crate::diagnosis::suspect::{Outcome, Suspect, SuspectVerdict, Test};
 pub use onset::{Onset, SymptomSeries};
 
