@@ -403,14 +403,18 @@ fn follow(finding: &mut Finding, suspects: &[&Suspect]) {
         }
         (None, Verdict::Supported) => {
             finding.verdict = Verdict::Inconclusive;
-            finding.summary = format!(
-                "{} The suspect tests could not be run: {}.",
-                finding.summary,
+            let why = if suspects.is_empty() {
+                "the change is not in the timeline read before the breach".to_owned()
+            } else {
                 suspects
                     .iter()
                     .map(|s| s.reason.as_str())
                     .collect::<Vec<_>>()
                     .join("; ")
+            };
+            finding.summary = format!(
+                "{} The suspect tests could not convict it: {why}.",
+                finding.summary
             );
             finding.cause = None;
         }
