@@ -4,8 +4,8 @@
 Each world is started, its alarm fired and its notification replayed by
 `alarm-triage replay --world DIR --format json`; every expectation is one
 check: the classification, the culprit group and service, each finding's
-verdict, each cause and not-cause, the change line, each suspect's verdict
-and the severity. Prints one line per world and the pass rates.
+verdict, each cause and not-cause, the change line, each suspect's verdict,
+the severity, what the first screen mentions and what nothing may say. Prints one line per world and the pass rates.
 
     scripts/score_worlds.py [--binary target/debug/alarm-triage] [--strict] DIR...
 
@@ -93,6 +93,14 @@ def checks(expected, d):
         got = sorted({s["verdict"] for s in match})
         check(f"suspect {want.get('kind')} {mentions}", want.get("verdict") in got and len(got) == 1,
               f"got {got or 'no such suspect'}")
+    causes = " ".join(f.get("summary", "") for f in d.get("findings", []) if f.get("role") == "cause")
+    first_screen = f"{d.get('headline', '')} {line} {causes}"
+    for want in listed(expected, "mentions"):
+        check(f"mentions {want!r}", want in first_screen, d.get("headline", ""))
+    advice = " ".join(s.get("proposal", "") for s in d.get("next_steps", []))
+    said = f"{d.get('headline', '')} {line} {advice}".lower()
+    for banned in listed(expected, "must_not_say"):
+        check(f"does not say {banned!r}", banned.lower() not in said, "said")
     order = ["info", "warning", "critical"]
     if "severity" in expected:
         check("severity", d.get("severity") == expected["severity"], f"got {d.get('severity')}")

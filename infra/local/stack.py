@@ -481,7 +481,8 @@ def target_group_attributes(tg: dict[str, Any], network: bool) -> list[dict[str,
     attributes = tg.get("attributes", {})
     delay = {"Key": "deregistration_delay.timeout_seconds", "Value": str(attributes.get("deregistration_delay", 300))}
     if network:
-        return [delay]
+        termination = str(bool(attributes.get("connection_termination", False))).lower()
+        return [delay, {"Key": "deregistration_delay.connection_termination.enabled", "Value": termination}]
     return [
         {"Key": "load_balancing.algorithm.type", "Value": tg.get("algorithm", "round_robin")},
         {"Key": "slow_start.duration_seconds", "Value": str(attributes.get("slow_start", 0))},

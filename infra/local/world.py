@@ -393,8 +393,11 @@ def validate_network_target_group(f: Path, where: str, tg: dict[str, Any]) -> No
     if "health_check_path" in tg:
         raise WorldError(f, f"{where}.health_check_path", "nothing here on a network load balancer: its health checks "
                          "are TCP connections, with no path", tg["health_check_path"])
-    attributes = _only_keys(tg.get("attributes", {}), f, f"{where}.attributes", ("slow_start", "deregistration_delay"),
-                            "{deregistration_delay: SECONDS}")
+    attributes = _only_keys(tg.get("attributes", {}), f, f"{where}.attributes",
+                            ("slow_start", "deregistration_delay", "connection_termination"),
+                            "{deregistration_delay: SECONDS, connection_termination: BOOL}")
+    if not isinstance(attributes.get("connection_termination", False), bool):
+        raise WorldError(f, f"{where}.attributes.connection_termination", "true or false", attributes["connection_termination"])
     if attributes.get("slow_start", 0) != 0:
         raise WorldError(f, f"{where}.attributes.slow_start", "0 or nothing on a network load balancer: slow start "
                          "is an ALB's", attributes["slow_start"])
@@ -561,8 +564,9 @@ def validate_alarm_metric(f: Path, alarm: dict[str, Any], metric: Any = None, fi
         raise WorldError(f, field, f"{what} metric published {scope}: {', '.join(published)}", metric)
 
 
-POD_GROUP_KEYS = ("namespace", "container", "names", "cpu_cores", "throttled_share", "memory_mib", "cpu_limit_cores", "per_pod")
-PER_POD_KEYS = ("cpu_cores", "throttled_share", "memory_mib", "created", "deleted", "restarts")
+POD_GROUP_KEYS = ("namespace", "container", "names", "cpu_cores", "throttled_share", "cpu_waiting_share", "memory_mib",
+                  "cpu_limit_cores", "per_pod")
+PER_POD_KEYS = ("cpu_cores", "throttled_share", "cpu_waiting_share", "memory_mib", "created", "deleted", "restarts")
 
 
 def validate_pod_groups(f: Path, section: str, spec: Any) -> None:
@@ -578,7 +582,7 @@ def validate_pod_groups(f: Path, section: str, spec: Any) -> None:
         if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
             raise WorldError(f, f"{where}.names", "a non-empty list of pod names", names)
         validate_level(f, f"{where}.cpu_cores", _require(group, "cpu_cores", f, where, "a level such as {base: 0.1, burst: 0.9}"))
-        for key in ("throttled_share", "memory_mib"):
+        for key in ("throttled_share", "cpu_waiting_share", "memory_mib"):
             if key in group:
                 validate_level(f, f"{where}.{key}", group[key])
         if "cpu_limit_cores" in group and not (_is_number(group["cpu_limit_cores"]) and group["cpu_limit_cores"] > 0):
@@ -598,7 +602,7 @@ def validate_per_pod(f: Path, field: str, name: str, names: list[str], overrides
     for key, value in overrides.items():
         if key not in PER_POD_KEYS:
             raise WorldError(f, f"{field}.{key}", f"one of {', '.join(PER_POD_KEYS)}", value)
-        if key in ("cpu_cores", "throttled_share", "memory_mib"):
+        if key in ("cpu_cores", "throttled_share", "cpu_waiting_share", "memory_mib"):
             validate_level(f, f"{field}.{key}", value)
     created = parse_offset(overrides["created"], f, f"{field}.created") if "created" in overrides else None
     deleted = parse_offset(overrides["deleted"], f, f"{field}.deleted") if "deleted" in overrides else None
@@ -961,6 +965,7 @@ class PodSample:
     elapsed: float
     fresh: bool
     restarts: int
+    cpu_waiting_share: float = 0.0
 
 
 def _override(group_level: Any, pod_level: Any) -> Any:
@@ -981,6 +986,7 @@ def pod_samples(world: World, group: dict[str, Any], name: str, times: list[date
     cpu = _override(group["cpu_cores"], per_pod.get("cpu_cores"))
     throttled = _override(group.get("throttled_share", 0), per_pod.get("throttled_share"))
     memory = _override(group.get("memory_mib", {"base": 256}), per_pod.get("memory_mib"))
+    waiting = _override(group.get("cpu_waiting_share", 0), per_pod.get("cpu_waiting_share"))
     created = world.at(per_pod["created"], "per_pod.created") if "created" in per_pod else None
     deleted = world.at(per_pod["deleted"], "per_pod.deleted") if "deleted" in per_pod else None
     restarts = sorted(world.at(at, "per_pod.restarts") for at in per_pod.get("restarts", []))
@@ -991,6 +997,8 @@ def pod_samples(world: World, group: dict[str, Any], name: str, times: list[date
         cores = _level(cpu, burst, k, rng, at)
         share = _level(throttled, burst, k, rng, at)
         mib = _level(memory, burst, k, rng, at)
+        # drawn from its own generator, so worlds written before it keep their other series
+        wait = _level(waiting, burst, k, random.Random(f"{name}/waiting/{k}"), at) if waiting else 0.0
         if (created is not None and t < created) or (deleted is not None and t > deleted):
             continue
         began = [b for b in [created, *restarts] if b is not None and b <= t]
@@ -998,7 +1006,7 @@ def pod_samples(world: World, group: dict[str, Any], name: str, times: list[date
         previous = t - timedelta(seconds=step)
         fresh = container_start is not None and container_start > previous
         elapsed = (t - container_start).total_seconds() if fresh else float(step)
-        yield PodSample(t, cores, share, mib, elapsed, fresh, sum(1 for r in restarts if r <= t))
+        yield PodSample(t, cores, share, mib, elapsed, fresh, sum(1 for r in restarts if r <= t), wait)
 
 
 # --- Prometheus ---------------------------------------------------------------------
@@ -1019,6 +1027,11 @@ def openmetrics(world: World) -> str:
         "container_cpu_cfs_throttled_periods": [],
         "container_memory_working_set_bytes": [],
     }
+    # A cluster whose kubelets report pressure stall information (PSI) exports it for every container.
+    psi = any("cpu_waiting_share" in g or any("cpu_waiting_share" in o for o in (g.get("per_pod") or {}).values())
+              for g in spec.get("pods") or [])
+    if psi:
+        families["container_pressure_cpu_waiting_seconds"] = []
     start = world.now - span
     steps = int(span.total_seconds() // step)
     times = [start + timedelta(seconds=k * step) for k in range(steps + 1)]
@@ -1029,15 +1042,19 @@ def openmetrics(world: World) -> str:
         container = group.get("container", "app")
         for name in names:
             rng = random.Random(f"{world.spec.get('seed', 1)}/{name}")
-            used = periods = throttled_periods = 0.0
+            used = periods = throttled_periods = waited = 0.0
             labels = f'namespace="{namespace}",pod="{name}",container="{container}"'
             for sample in pod_samples(world, group, name, times, step, rng):
                 if sample.fresh:
-                    used = periods = throttled_periods = 0.0  # a new container: cAdvisor's counters start over
+                    used = periods = throttled_periods = waited = 0.0  # a new container: cAdvisor's counters start over
                 used += sample.cores * sample.elapsed
                 periods += sample.elapsed * 10  # 100 ms CFS periods
                 throttled_periods += sample.elapsed * 10 * sample.throttled_share
+                waited += sample.elapsed * sample.cpu_waiting_share
                 ts = int(sample.t.timestamp())
+                if psi:
+                    families["container_pressure_cpu_waiting_seconds"].append(
+                        f"container_pressure_cpu_waiting_seconds_total{{{labels}}} {waited:.4f} {ts}")
                 families["container_cpu_usage_seconds"].append(f"container_cpu_usage_seconds_total{{{labels}}} {used:.4f} {ts}")
                 families["container_cpu_cfs_periods"].append(f"container_cpu_cfs_periods_total{{{labels}}} {periods:.0f} {ts}")
                 families["container_cpu_cfs_throttled_periods"].append(f"container_cpu_cfs_throttled_periods_total{{{labels}}} {throttled_periods:.0f} {ts}")

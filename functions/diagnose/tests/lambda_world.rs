@@ -58,6 +58,7 @@ fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
     assert_roles_as_expected(world, diagnosis);
     assert_change_as_expected(world, diagnosis);
     assert_suspects_and_severity_as_expected(world, diagnosis);
+    assert_first_screen_as_expected(world, diagnosis);
     let expected = world.expected();
     if let Some(origin) = expected["series_origin_contains"].as_str() {
         let got = diagnosis["workload"]["series_origin"]
@@ -236,6 +237,53 @@ fn assert_suspects_and_severity_as_expected(world: &LocalWorld, diagnosis: &Valu
             diagnosis["severity"],
             expected["severity_at_most"],
             diagnosis["severity_reason"]
+        );
+    }
+}
+
+/// `mentions:` must be on the first screen (the headline, the change line or
+/// a cause's summary); `must_not_say:` in neither the headline, the change
+/// line nor any next step (case-insensitive).
+fn assert_first_screen_as_expected(world: &LocalWorld, diagnosis: &Value) {
+    let expected = world.expected();
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+    let findings = diagnosis["findings"].as_array().cloned().unwrap_or_default();
+    let causes: Vec<String> = findings
+        .iter()
+        .filter(|f| f["role"] == "cause")
+        .map(|f| text(&f["summary"]))
+        .collect();
+    let first_screen = format!(
+        "{} {} {}",
+        text(&diagnosis["headline"]),
+        text(&diagnosis["what_changed"]),
+        causes.join(" ")
+    );
+    for want in listed(&expected, "mentions") {
+        assert!(
+            first_screen.contains(&want),
+            "{}: the first screen does not mention {want:?}: {first_screen}",
+            world.name
+        );
+    }
+    let advice: Vec<String> = diagnosis["next_steps"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|s| text(&s["proposal"]))
+        .collect();
+    let said = format!(
+        "{} {} {}",
+        text(&diagnosis["headline"]),
+        text(&diagnosis["what_changed"]),
+        advice.join(" ")
+    )
+    .to_lowercase();
+    for banned in listed(&expected, "must_not_say") {
+        assert!(
+            !said.contains(&banned.to_lowercase()),
+            "{}: the report says {banned:?}: {said}",
+            world.name
         );
     }
 }
