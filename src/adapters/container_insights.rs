@@ -146,6 +146,7 @@ pub fn from_answers(
         cpu,
         throttled: PerPod::new(),
         memory,
+        cpu_waiting: PerPod::new(),
         // Container Insights is asked for the pods running now only.
         pod_count: Vec::new(),
         origin: format!(

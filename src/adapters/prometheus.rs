@@ -211,6 +211,11 @@ impl PrometheusEndpoint {
                 "sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{{{selector}}}[{window}])) / sum by (pod) (rate(container_cpu_cfs_periods_total{{{selector}}}[{window}]))"
             ),
             format!("sum by (pod) (container_memory_working_set_bytes{{{selector}}})"),
+            // Pressure stall information: time runnable but waiting for a CPU
+            // (a saturated node shows here, with or without a limit).
+            format!(
+                "max by (pod) (rate(container_pressure_cpu_waiting_seconds_total{{{selector}}}[{window}]))"
+            ),
             // Every pod of the Deployments' ReplicaSets (`NAME-HASH-SUFFIX`),
             // removed ones included: the fleet's size over time.
             format!(
@@ -261,12 +266,13 @@ impl PrometheusEndpoint {
             if owners.is_empty() {
                 return PerPod::default();
             }
-            fetch(&queries[3]).await.unwrap_or_default()
+            fetch(&queries[4]).await.unwrap_or_default()
         };
-        let (cpu, throttled, memory, count) = tokio::join!(
+        let (cpu, throttled, memory, waiting, count) = tokio::join!(
             fetch(&queries[0]),
             fetch(&queries[1]),
             fetch(&queries[2]),
+            fetch(&queries[3]),
             count
         );
         Ok(PodSeries {
@@ -274,6 +280,7 @@ impl PrometheusEndpoint {
             cpu: cpu?,
             throttled: throttled.unwrap_or_default(),
             memory: memory.unwrap_or_default(),
+            cpu_waiting: waiting.unwrap_or_default(),
             // `count(...)` has no labels: its one series is keyed "".
             pod_count: count.into_values().next().unwrap_or_default(),
             origin: origin.clone(),

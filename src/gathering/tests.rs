@@ -225,6 +225,8 @@ fn world_with_a_culprit() -> StaticSources {
         restarts: 0,
         owner_replica_set: None,
         created: None,
+        ip: None,
+        reason: None,
         containers: vec![],
         scheduling_messages: vec![],
         lifecycle: Default::default(),
@@ -248,6 +250,7 @@ fn world_with_a_culprit() -> StaticSources {
             provisioning: None,
             partial: vec![],
             activity: Default::default(),
+            placement: vec![],
         }),
         pod_series: Some(PodSeries::default()),
         ..world()

@@ -80,6 +80,7 @@ pub fn workload() -> crate::evidence::workload::Workload {
         provisioning: None,
         partial: Vec::new(),
         activity: Default::default(),
+        placement: Vec::new(),
     }
 }
 

@@ -38,3 +38,33 @@ pub(super) fn newest_edit(
         })
         .max_by_key(|e| e.at)
 }
+
+/// The newest write of `spec.replicas` alone by a person or a tool: `kubectl
+/// scale` (the scale subresource) or an edit of that one field. The HPA's
+/// writes (the controller manager's) are its own scaling, read elsewhere.
+pub(super) fn replicas_edit(
+    managed: Option<&Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry>>,
+) -> Option<crate::evidence::changes::FieldEdit> {
+    managed
+        .into_iter()
+        .flatten()
+        .filter(|f| f.subresource.as_deref() != Some("status"))
+        .filter(|f| {
+            !f.manager.as_deref().is_some_and(|m| {
+                m.contains("controller-manager") || m.contains("horizontal-pod-autoscaler")
+            })
+        })
+        .filter_map(|f| {
+            let spec = f.fields_v1.as_ref()?.0.get("f:spec")?.as_object()?;
+            let only_replicas = spec.len() == 1 && spec.contains_key("f:replicas");
+            let scale =
+                f.subresource.as_deref() == Some("scale") && spec.contains_key("f:replicas");
+            (only_replicas || scale).then_some(())?;
+            Some(crate::evidence::changes::FieldEdit {
+                at: time_of(f.time.as_ref())?,
+                fields: vec!["replicas".to_owned()],
+                manager: f.manager.clone(),
+            })
+        })
+        .max_by_key(|e| e.at)
+}

@@ -83,8 +83,18 @@ pub async fn walk(
     let mut pods = pods?;
     attach_warnings(cluster, warnings, &mut pods, &mut partial);
 
-    let deployment = deployment(cluster, &ns, sets, &pods, &mut partial).await;
-    let hpa = hpa(cluster, &ns, hpas, deployment.as_ref(), &mut partial).await;
+    // The placement does not wait for the Deployment and HPA reads.
+    let running: Vec<PodInfo> = pods.clone();
+    let owners = async {
+        let mut partial = Partial::new();
+        let deployment = deployment(cluster, &ns, sets, &pods, &mut partial).await;
+        let hpa = hpa(cluster, &ns, hpas, deployment.as_ref(), &mut partial).await;
+        (deployment, hpa, partial)
+    };
+    let ((deployment, hpa, owners_partial), (placement, placement_partial)) =
+        tokio::join!(owners, super::placement::read(cluster, &running));
+    partial.extend(owners_partial);
+    partial.extend(placement_partial);
     let activity = super::changes::activity(
         cluster,
         activity,
@@ -105,6 +115,7 @@ pub async fn walk(
         provisioning,
         partial,
         activity,
+        placement,
     })
 }
 
@@ -263,6 +274,22 @@ async fn deployment(
                     .and_then(|a| a.get("deployment.kubernetes.io/revision").cloned()),
                 last_rollout,
                 revisions: super::changes::revisions(&sets.items, &name),
+                conditions: d
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .into_iter()
+                    .flatten()
+                    .map(|c| Condition {
+                        kind: c.type_.clone(),
+                        status: c.status.clone(),
+                        reason: c.reason.clone(),
+                        message: c.message.clone(),
+                        since: time_of(c.last_transition_time.as_ref()),
+                    })
+                    .collect(),
+                paused: spec.and_then(|s| s.paused).unwrap_or(false),
+                scale_edit: super::timestamps::replicas_edit(d.metadata.managed_fields.as_ref()),
             })
         }
         Err(e) => {
@@ -427,11 +454,20 @@ async fn pending(
         return (Vec::new(), None);
     }
     let events = Api::<Event>::namespaced(cluster.client.clone(), ns);
-    for pod in pods.iter_mut().filter(|p| p.phase == "Pending") {
-        if let Ok(list) = events
-            .list(&ListParams::default().fields(&format!("involvedObject.name={}", pod.name)))
-            .await
-        {
+    // Each pending pod's events, all at once, beside the nodes' room.
+    let reads = pods.iter().filter(|p| p.phase == "Pending").map(|pod| {
+        let events = events.clone();
+        let params = ListParams::default().fields(&format!("involvedObject.name={}", pod.name));
+        let name = pod.name.clone();
+        async move { (name, events.list(&params).await) }
+    });
+    let (messages, nodes, provisioning) = tokio::join!(
+        futures_util::future::join_all(reads),
+        node_capacity(&cluster.client),
+        super::provisioning::read(cluster)
+    );
+    for (name, list) in messages {
+        if let (Ok(list), Some(pod)) = (list, pods.iter_mut().find(|p| p.name == name)) {
             pod.scheduling_messages = list
                 .items
                 .iter()
@@ -439,10 +475,6 @@ async fn pending(
                 .collect();
         }
     }
-    let (nodes, provisioning) = tokio::join!(
-        node_capacity(&cluster.client),
-        super::provisioning::read(cluster)
-    );
     (nodes.unwrap_or_default(), Some(provisioning))
 }
 
@@ -479,6 +511,8 @@ fn pod_info(pod: &Pod) -> PodInfo {
             .and_then(|o| o.iter().find(|o| o.kind == "ReplicaSet"))
             .map(|o| o.name.clone()),
         created: time_of(pod.metadata.creation_timestamp.as_ref()),
+        ip: status.and_then(|s| s.pod_ip.clone()),
+        reason: status.and_then(|s| s.reason.clone()),
         containers: spec
             .map(|s| {
                 s.containers
@@ -592,6 +626,7 @@ fn hpa_from_v2(h: &hpa_v2::HorizontalPodAutoscaler) -> HpaInfo {
                 status: c.status.clone(),
                 reason: c.reason.clone(),
                 message: c.message.clone(),
+                since: time_of(c.last_transition_time.as_ref()),
             })
             .collect(),
     }

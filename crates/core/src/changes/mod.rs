@@ -131,6 +131,7 @@ impl Timeline {
             changes.extend(capacity(&workload.activity.capacity));
             changes.extend(config_maps(workload));
             changes.extend(hpa_edit(workload));
+            changes.extend(replicas_edit(workload));
         }
         if let Some(trail) = sources.trail {
             let mut seen = std::collections::BTreeSet::new();
@@ -339,7 +340,7 @@ fn rollouts(workload: &Workload) -> Vec<Change> {
             let number = revision
                 .number
                 .map_or_else(|| revision.replica_set.clone(), |n| format!("revision {n}"));
-            let (summary, aspects, mut details) = match (&differences, previous) {
+            let (mut summary, aspects, mut details) = match (&differences, previous) {
                 (Some(d), _) if !d.is_empty() => (
                     format!("{number}: {}", summary_of(d)),
                     d.iter().map(|d| d.aspect).collect(),
@@ -368,6 +369,12 @@ fn rollouts(workload: &Workload) -> Vec<Change> {
                 && i == 0
             {
                 details.push(format!("rollout: {ready} of {wanted} pods ready"));
+            }
+            // The newest rollout's own state, as the Deployment controller reports it.
+            if i == 0
+                && let Some(stuck) = stuck_rollout(deployment)
+            {
+                summary = format!("{summary}; the rollout is stuck: {stuck}");
             }
             let lowered = differences
                 .iter()
@@ -513,6 +520,46 @@ fn config_maps(workload: &Workload) -> Vec<Change> {
             ))
         })
         .collect()
+}
+
+/// Why the newest rollout does not progress, when the Deployment says so:
+/// `Progressing=False (ProgressDeadlineExceeded)`, a `ReplicaFailure`, or paused.
+fn stuck_rollout(deployment: &crate::evidence::workload::DeploymentInfo) -> Option<String> {
+    let failed = deployment.conditions.iter().find(|c| {
+        (c.kind == "Progressing" && c.status == "False")
+            || (c.kind == "ReplicaFailure" && c.status == "True")
+    });
+    match failed {
+        Some(c) => Some(c.describe()),
+        None if deployment.paused => Some("paused (spec.paused)".to_owned()),
+        None => None,
+    }
+}
+
+/// A person's or a tool's `spec.replicas` write on the Deployment (`kubectl
+/// scale`, the scale subresource): a change of capacity of its own, dated,
+/// apart from the rollouts.
+fn replicas_edit(workload: &Workload) -> Option<Change> {
+    let deployment = workload.deployment.as_ref()?;
+    let edit = deployment.scale_edit.as_ref()?;
+    let now = deployment
+        .replicas
+        .map(|r| format!(" to {r}"))
+        .unwrap_or_default();
+    Some(Change {
+        by: edit.manager.clone(),
+        details: edit.manager.iter().map(|m| format!("by {m}")).collect(),
+        ..Change::in_cluster(
+            ChangeKind::Scaling,
+            edit.at,
+            format!(
+                "deployment {}/{}",
+                workload.service.namespace, deployment.name
+            ),
+            format!("replicas set{now} by hand (spec.replicas)"),
+            vec![Aspect::Replicas],
+        )
+    })
 }
 
 /// A person's (or a tool's) edit of the HPA's spec: its limits and targets

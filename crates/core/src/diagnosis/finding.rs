@@ -39,12 +39,14 @@ pub enum FindingId {
     NodesBlocked,
     ThresholdInsideNormalRange,
     HpaScalesInTooEagerly,
+    /// The bad pods share a node or a zone the good ones do not.
+    CommonFactor,
     Unrecognised(String),
 }
 
 impl FindingId {
     /// Every id this version produces, in no particular order.
-    pub const KNOWN: [FindingId; 23] = [
+    pub const KNOWN: [FindingId; 24] = [
         FindingId::AlarmFlapping,
         FindingId::LowTrafficArtifact,
         FindingId::LatencyOutliers,
@@ -68,6 +70,7 @@ impl FindingId {
         FindingId::NodesBlocked,
         FindingId::ThresholdInsideNormalRange,
         FindingId::HpaScalesInTooEagerly,
+        FindingId::CommonFactor,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -95,6 +98,7 @@ impl FindingId {
             FindingId::NodesBlocked => "capacity.nodes_blocked",
             FindingId::ThresholdInsideNormalRange => "alarm.threshold_inside_normal_range",
             FindingId::HpaScalesInTooEagerly => "hpa.scales_in_too_eagerly",
+            FindingId::CommonFactor => "placement.common_factor",
             FindingId::Unrecognised(id) => id,
         }
     }
@@ -125,6 +129,7 @@ impl FindingId {
             FindingId::NodesBlocked => "nodes cannot be added",
             FindingId::ThresholdInsideNormalRange => "threshold inside the normal range",
             FindingId::HpaScalesInTooEagerly => "HPA scales in too eagerly",
+            FindingId::CommonFactor => "a shared node or zone",
             FindingId::Unrecognised(id) => id,
         }
     }
@@ -247,6 +252,8 @@ pub struct HpaFacts {
     pub peak_utilisation: Option<f64>,
     /// The pods' CPU request, in cores; `None` when the pods set none.
     pub request_cores: Option<f64>,
+    /// The condition by which the HPA says it cannot act (`ScalingActive=False`).
+    pub blocked: Option<crate::evidence::workload::Condition>,
 }
 
 /// How many requests one side of the 5xx failed, while the alarm breached.

@@ -100,6 +100,12 @@ pub struct PodInfo {
     pub restarts: u32,
     pub owner_replica_set: Option<String>,
     pub created: Option<DateTime<Utc>>,
+    /// `status.podIP`: an ip-mode target is a pod.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip: Option<String>,
+    /// `status.reason` (`Evicted`, `NodeLost`, `Shutdown`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     pub containers: Vec<ContainerInfo>,
     /// Why a pending pod is not scheduled (from its events).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -170,15 +176,79 @@ pub struct DeploymentInfo {
     /// Its ReplicaSets, newest revision first, with their pod templates.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub revisions: Vec<crate::evidence::changes::Revision>,
+    /// `status.conditions` (`Progressing`, `Available`, `ReplicaFailure`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// `spec.paused`: a paused rollout stays where it is.
+    #[serde(default)]
+    pub paused: bool,
+    /// The newest write of `spec.replicas` alone by a person or a tool
+    /// (`kubectl scale`, the scale subresource), not the HPA's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scale_edit: Option<crate::evidence::changes::FieldEdit>,
 }
 
-/// A condition of an HPA.
+/// A condition of a Kubernetes object (HPA, Deployment, Node), as its
+/// controller wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Condition {
     pub kind: String,
     pub status: String,
     pub reason: Option<String>,
     pub message: Option<String>,
+    /// When the status last flipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+}
+
+impl Condition {
+    /// `Kind=Status (Reason)`, as `kubectl describe` lists it.
+    pub fn describe(&self) -> String {
+        match &self.reason {
+            Some(reason) => format!("{}={} ({reason})", self.kind, self.status),
+            None => format!("{}={}", self.kind, self.status),
+        }
+    }
+}
+
+/// A node that holds some of the workload's pods, with what it says about
+/// itself and what else runs on it (their names and resources only).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NodeState {
+    pub name: String,
+    /// `topology.kubernetes.io/zone`.
+    pub zone: Option<String>,
+    /// The EC2 instance behind it (from `spec.providerID`): instance-mode targets are nodes.
+    pub instance_id: Option<String>,
+    /// Conditions away from their healthy status (`Ready` not True, a pressure True).
+    pub conditions: Vec<Condition>,
+    /// `key:Effect` of each taint.
+    pub taints: Vec<String>,
+    pub allocatable_cpu: Option<f64>,
+    pub allocatable_memory: Option<f64>,
+    /// NodeMetrics now, when readable.
+    pub used_cpu: Option<f64>,
+    pub used_memory: Option<f64>,
+    /// Every other pod placed on it (other workloads and namespaces).
+    pub neighbours: Vec<NeighbourPod>,
+    /// Karpenter's, the autoscaler's and the kubelet's events about it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<crate::evidence::changes::ClusterEvent>,
+}
+
+/// Another pod on a node: what it asks for and, when known, what it uses.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NeighbourPod {
+    pub namespace: String,
+    pub name: String,
+    pub phase: String,
+    pub created: Option<DateTime<Utc>>,
+    /// Sums over containers; `None` when a container sets none.
+    pub cpu_request: Option<f64>,
+    pub cpu_limit: Option<f64>,
+    pub memory_limit: Option<f64>,
+    pub used_cpu: Option<f64>,
+    pub used_memory: Option<f64>,
 }
 
 /// The HorizontalPodAutoscaler that scales the Deployment.
@@ -326,6 +396,9 @@ pub struct Workload {
     /// The HPA's, Karpenter's and the autoscaler's events, and the ConfigMaps' times.
     #[serde(default)]
     pub activity: crate::evidence::changes::ClusterActivity,
+    /// The nodes the pods run on (conditions, taints, room, neighbours).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<NodeState>,
 }
 
 /// Points per pod, oldest first.
@@ -341,6 +414,10 @@ pub struct PodSeries {
     pub throttled: PerPod,
     /// Working-set bytes, per pod.
     pub memory: PerPod,
+    /// Share of time waiting for a CPU (pressure stall information), per
+    /// pod; empty when the kubelets do not report it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub cpu_waiting: PerPod,
     /// How many pods of the workload's Deployments ran at each step,
     /// removed ones included (the per-pod series cover the pods running now).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -429,6 +506,8 @@ mod tests {
             restarts: 0,
             owner_replica_set: None,
             created: None,
+            ip: None,
+            reason: None,
             containers: vec![container(Some(1.0)), container(None)],
             scheduling_messages: vec![],
             lifecycle: PodLifecycle::default(),

@@ -12,6 +12,7 @@ pub mod errors;
 pub mod health_check;
 #[cfg(test)]
 pub(crate) mod minutes;
+pub mod placement;
 pub mod probes;
 pub mod registry;
 pub mod scaling;
@@ -286,6 +287,21 @@ fn workload_behind_the_culprit(scope: &Scope<'_>, decided: &mut Decided) {
         scope.now,
     );
     decided.findings.extend(findings);
+    let targets = evidence
+        .alb
+        .as_ref()
+        .and_then(|a| {
+            let culprit = decided.target_groups.iter().find(|g| g.culprit)?;
+            a.groups.iter().find(|g| g.group.name == culprit.name)
+        })
+        .and_then(|g| g.health.as_deref())
+        .unwrap_or_default();
+    decided.findings.push(placement::common_factor(
+        w,
+        evidence.pod_series.as_ref(),
+        breach,
+        targets,
+    ));
     decided.findings.extend(scaling::scale_in_before_breaches(
         w,
         evidence.pod_series.as_ref(),

@@ -39,10 +39,12 @@ const fn row(id: FindingId, when_supported: WhenSupported) -> FindingKind {
 use WhenSupported::{Cause, CauseWhenCpuSaturated, Context};
 
 /// Every finding, in causal order.
-pub static FINDINGS: [FindingKind; 23] = [
+pub static FINDINGS: [FindingKind; 24] = [
     // Where: one group changed, all did, or none.
     row(FindingId::SharedLoadBalancerProblem, Cause),
     row(FindingId::ThresholdInsideNormalRange, Cause),
+    // Where inside the group: a node or a zone its bad pods share.
+    row(FindingId::CommonFactor, Cause),
     // What set it off.
     row(FindingId::LowTrafficArtifact, Cause),
     row(FindingId::RecentDeploy, Cause),

@@ -12,7 +12,7 @@ use crate::diagnosis::finding::{
 };
 use crate::diagnosis::summary::{PodSummary, WorkloadSummary};
 use crate::diagnosis::{Evidence, Facts, Finding, FindingId, Verdict};
-use crate::evidence::workload::{PodInfo, PodSeries, Workload};
+use crate::evidence::workload::{Condition, PodInfo, PodSeries, Workload};
 use crate::series::Series;
 
 /// Pods whose CPU spread is below this coefficient of variation move together.
@@ -1013,6 +1013,7 @@ fn hpa(
             .iter()
             .filter_map(|p| p.cpu_request())
             .reduce(f64::max),
+        blocked: None,
     };
     let mut evidence = workload.hpa.as_ref().map(hpa_evidence).unwrap_or_default();
     let (verdict, summary, cause) = hpa_verdict(workload, used, running, &mut facts, &mut evidence);
@@ -1027,6 +1028,25 @@ fn hpa(
             cause,
         )
     }
+}
+
+/// A controller's message, cut to `max` characters on one line (the
+/// renderings escape it further).
+pub(crate) fn clipped(text: &str, max: usize) -> String {
+    let line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &line[..end]),
+        None => line,
+    }
+}
+
+/// The condition by which the HPA says it cannot act: `ScalingActive=False`
+/// (it cannot read its metrics, or its target has no replicas) or
+/// `AbleToScale=False` (it cannot read or write the scale).
+fn hpa_blocked(hpa: &crate::evidence::workload::HpaInfo) -> Option<&Condition> {
+    hpa.conditions
+        .iter()
+        .find(|c| matches!(c.kind.as_str(), "ScalingActive" | "AbleToScale") && c.status == "False")
 }
 
 /// The HPA's settings and conditions, for people.
@@ -1045,11 +1065,12 @@ fn hpa_evidence(hpa: &crate::evidence::workload::HpaInfo) -> Vec<Evidence> {
             "applied as autoscaling/v1: scales on CPU utilisation only",
         ));
     }
-    for c in hpa
-        .conditions
-        .iter()
-        .filter(|c| c.kind == "ScalingLimited" || c.kind == "AbleToScale")
-    {
+    for c in hpa.conditions.iter().filter(|c| {
+        matches!(
+            c.kind.as_str(),
+            "ScalingLimited" | "AbleToScale" | "ScalingActive"
+        )
+    }) {
         evidence.push(Evidence::text(
             &c.kind,
             format!("{} {}", c.status, c.reason.as_deref().unwrap_or("")),
@@ -1108,6 +1129,26 @@ fn hpa_verdict(
             Some("no HPA to add pods".to_owned()),
         );
     };
+    // A controller that says why it cannot act is believed before any guess
+    // from the numbers: an HPA without metrics does not scale whatever its target.
+    if let Some(condition) = hpa_blocked(hpa) {
+        facts.blocked = Some(condition.clone());
+        let message = condition
+            .message
+            .as_deref()
+            .map(|m| format!(": {}", clipped(m, 160)))
+            .unwrap_or_default();
+        return (
+            Verdict::Supported,
+            format!(
+                "The HPA reports {}{message}; it does not scale while that holds ({} replicas now, up to {}).",
+                condition.describe(),
+                hpa.current_replicas.unwrap_or(running.len() as i32),
+                hpa.max_replicas
+            ),
+            Some(format!("HPA cannot act: {}", condition.describe())),
+        );
+    }
     let requests: Vec<(&str, f64)> = running
         .iter()
         .filter_map(|p| Some((p.name.as_str(), p.cpu_request()?)))

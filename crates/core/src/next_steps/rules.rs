@@ -10,7 +10,7 @@ use super::commands::{
 use crate::alarm::facts::{MetricFamily, Statistic};
 use crate::classify::Behaviour;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
-use crate::diagnosis::{Facts, FindingId, NextStep};
+use crate::diagnosis::{Facts, Finding, FindingId, NextStep};
 use crate::evidence::family::{self, LoadBalancerFamily};
 use crate::evidence::model::load_balancer_name;
 
@@ -268,6 +268,9 @@ pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
         });
     };
     let hpa = shell_quote(&bounds.name);
+    if let Some(condition) = &facts.blocked {
+        return Some(restore_what_the_hpa_needs(finding, condition, &ns, &hpa));
+    }
     if bounds.at_max() {
         // Usage capped by a limit understates demand: the count is then a floor.
         let capped = matches!(
@@ -344,6 +347,46 @@ pub fn let_the_hpa_react(context: &Context<'_>) -> Option<NextStep> {
             kubectl(format!("kubectl -n {ns} get hpa {hpa} -o yaml")),
         ],
     })
+}
+
+/// The HPA said why it cannot act: that, not its target or maximum, is what
+/// to fix. Without metrics it needs its metrics API back.
+fn restore_what_the_hpa_needs(
+    finding: &Finding,
+    condition: &crate::evidence::workload::Condition,
+    ns: &str,
+    hpa: &str,
+) -> NextStep {
+    let reason = condition.reason.as_deref().unwrap_or_default();
+    let metrics = reason.starts_with("FailedGet") || reason == "InvalidMetricSourceType";
+    let (proposal, mut commands) = if metrics {
+        (
+            format!(
+                "Restore the metrics the HPA reads ({}): it does not scale until it can read them; check the metrics API (metrics-server, or the adapter for custom and external metrics) and its APIService",
+                condition.describe()
+            ),
+            vec![
+                kubectl("kubectl get apiservices | grep metrics".to_owned()),
+                kubectl("kubectl -n kube-system get pods -l k8s-app=metrics-server".to_owned()),
+                kubectl(format!("kubectl -n {ns} top pods")),
+            ],
+        )
+    } else {
+        (
+            format!(
+                "Fix what stops the HPA ({}): it does not scale while that holds",
+                condition.describe()
+            ),
+            Vec::new(),
+        )
+    };
+    commands.insert(0, kubectl(format!("kubectl -n {ns} describe hpa {hpa}")));
+    NextStep {
+        proposal,
+        rationale: finding.summary.clone(),
+        trade_offs: Some("Its target and maximum do not matter while it cannot act; scaling the Deployment by hand meanwhile is undone by the HPA once its metrics return.".to_owned()),
+        commands,
+    }
 }
 
 /// One or a few pods far busier than their peers: look at them before restarting them.

@@ -146,6 +146,7 @@ fn hpa(bounds: Option<HpaBounds>, peak: Option<f64>, request: Option<f64>) -> Fi
             target_utilisation: Some(70),
             peak_utilisation: peak,
             request_cores: request,
+            blocked: None,
         }),
     )
 }

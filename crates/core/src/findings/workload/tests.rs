@@ -21,6 +21,8 @@ fn pod(name: &str, request: Option<f64>, limit: Option<f64>, readiness: bool) ->
         restarts: 0,
         owner_replica_set: Some("app-1".into()),
         created: None,
+        ip: None,
+        reason: None,
         containers: vec![ContainerInfo {
             name: "app".into(),
             cpu_request: request,
@@ -71,6 +73,9 @@ fn workload(pods: Vec<PodInfo>, hpa: Option<HpaInfo>, rollout_minutes_ago: i64) 
             revision: Some("14".into()),
             last_rollout: Some(now() - Duration::minutes(rollout_minutes_ago)),
             revisions: Vec::new(),
+            conditions: Vec::new(),
+            paused: false,
+            scale_edit: None,
         }),
         hpa,
         snapshot: Some(vec![PodUsage {
@@ -82,6 +87,7 @@ fn workload(pods: Vec<PodInfo>, hpa: Option<HpaInfo>, rollout_minutes_ago: i64) 
         provisioning: None,
         partial: vec![],
         activity: Default::default(),
+        placement: vec![],
     }
 }
 
