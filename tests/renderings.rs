@@ -233,7 +233,8 @@ fn the_feedback_renderings_are_snapshotted() {
             (user("U0ALICE01"), Judgement::Right),
             (user("U0BOB0001"), Judgement::Partly),
         ],
-    );
+    )
+    .expect("the first message holds the buttons");
     insta::assert_json_snapshot!("feedback_tally", &tallied[tallied.len() - 1]);
     let at = d.generated_at;
     let record = DiagnosisRecord::of(&d, at);

@@ -162,7 +162,10 @@ async fn tell_slack(
         // The store may lag behind the write just made (eventual reads): the click itself counts.
         tally.retain(|(u, _)| *u != click.user);
         tally.push((click.user.clone(), click.judgement));
-        let blocks = with_tally(&click.message_blocks, &tally);
+        let Some(blocks) = with_tally(&click.message_blocks, &tally) else {
+            tracing::info!(diagnosis_id = %record.diagnosis_id, "the click carried no buttons: the message is left as it is");
+            return Ok(());
+        };
         slack
             .update_message(
                 &click.channel_id,
@@ -391,6 +394,23 @@ mod tests {
             Instant::now() + SLACK_BUDGET,
         )
         .await
+    }
+
+    #[tokio::test]
+    async fn a_click_without_the_messages_blocks_is_stored_and_the_message_left_alone() {
+        let (store, slack) = (store(), RecordingSlack::default());
+        let mut payload = click("feedback.right", "dx-0123abcd");
+        payload["message"]
+            .as_object_mut()
+            .expect("the click names its message")
+            .remove("blocks");
+        let reply = send(&store, &slack, &body(&payload), None).await;
+        assert_eq!(reply.status, 200, "{reply:?}");
+        assert_eq!(store.answers.lock().unwrap().len(), 1);
+        assert!(
+            slack.updates.lock().unwrap().is_empty(),
+            "chat.update would replace the diagnosis"
+        );
     }
 
     #[tokio::test]

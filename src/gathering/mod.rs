@@ -31,8 +31,8 @@ use crate::evidence::workload::{PodSeries, TargetGroupBindings, Workload, Worklo
 use crate::evidence::{
     AlbEvidence, AuditTrailSource, Budget, Collection, EvidenceSources, GatheredEvidence,
     GroupEvidence, KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricHistory,
-    MetricSource, Plan, PlannedMetric, PodSeriesSource, STANDING_SPAN_DAYS, Statistics, plan,
-    source, standing_from, standing_queries, statistics_from, statistics_queries,
+    MetricSource, Plan, PlannedMetric, PodSeriesSource, STANDING_SPAN_DAYS, Statistics, source,
+    standing_from, standing_queries, statistics_from, statistics_queries,
 };
 use crate::findings::{Investigation, alb::AlbAnalysis};
 pub use ledger::Ledger;
@@ -98,7 +98,7 @@ pub async fn gather<S: EvidenceSources>(
     budget: Budget,
     now: DateTime<Utc>,
 ) -> Investigation {
-    let plan = plan(alarm);
+    let plan = alarm.plan();
     let sources = match collection {
         Collection::Live(sources) => sources,
         Collection::Offline => return not_collected(plan, alarm, "not collected (offline)"),

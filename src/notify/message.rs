@@ -151,7 +151,7 @@ pub fn quiet(
     route: &Route,
     web_api: bool,
 ) -> SlackMessage {
-    let line = escape_multiline(&alarm_triage_core::diagnosis::hold::quiet_line(d, hold));
+    let line = escape_multiline(&alarm_triage_core::render::quiet_line(d, hold));
     let mut payload = json!({
         "text": line,
         "blocks": [{"type": "context", "elements": [{"type": "mrkdwn", "text": format!(":white_check_mark: {line}")}]}],

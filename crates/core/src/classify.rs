@@ -141,6 +141,85 @@ pub struct Classification {
     pub timeline: Series,
 }
 
+/// What a non-flapping alarm's last episode says, for [`classify`].
+struct Steady {
+    current: AlarmState,
+    /// How long the last (or current) ALARM episode lasted, with the
+    /// breaching datapoints that raised it.
+    last: Duration,
+    /// Whether an episode was seen at all.
+    known: bool,
+    sustained_after: Duration,
+    datapoints_to_alarm: u32,
+    alarm_cycles: u32,
+    lookback_hours: u64,
+    score: f64,
+}
+
+fn not_flapping(s: &Steady) -> (Behaviour, String) {
+    let Steady {
+        current,
+        last,
+        known,
+        sustained_after,
+        datapoints_to_alarm,
+        alarm_cycles,
+        lookback_hours,
+        score,
+    } = *s;
+    if current == AlarmState::Alarm {
+        if last >= sustained_after {
+            (
+                Behaviour::Sustained,
+                format!(
+                    "breaching for {} (including the {} breaching datapoints that raised it) without recovering; state-change score {:.0}%",
+                    human_duration(last),
+                    datapoints_to_alarm,
+                    score
+                ),
+            )
+        } else {
+            (
+                Behaviour::Transient,
+                format!(
+                    "breaching for {} so far, {} into ALARM in {} h, state-change score {:.0}%: no pattern yet",
+                    human_duration(last),
+                    plural(alarm_cycles, "entry"),
+                    lookback_hours,
+                    score
+                ),
+            )
+        }
+    } else if !known {
+        (
+            Behaviour::Recovered,
+            format!(
+                "back to {current}; how long it was in ALARM is unknown (no history before this transition)"
+            ),
+        )
+    } else if last >= sustained_after {
+        (
+            Behaviour::Recovered,
+            format!(
+                "back to {} after an ALARM episode of {}; state-change score {:.0}%",
+                current,
+                human_duration(last),
+                score
+            ),
+        )
+    } else {
+        (
+            Behaviour::Transient,
+            format!(
+                "back to {} after a {} excursion into ALARM; state-change score {:.0}%",
+                current,
+                human_duration(last),
+                score
+            ),
+        )
+    }
+}
+
 /// Classifies an alarm from its history.
 ///
 /// `current` is the state the alarm is in now (the notification's new state);
@@ -246,60 +325,17 @@ pub fn classify(
                 config.flap_stop_percent,
             ),
         )
-    } else if current == AlarmState::Alarm {
-        let in_alarm = last_episode.map_or(Duration::zero(), |e| e.end - e.start) + pre_breach;
-        if in_alarm >= sustained_after {
-            (
-                Behaviour::Sustained,
-                format!(
-                    "breaching for {} (including the {} breaching datapoints that raised it) without recovering; state-change score {:.0}%",
-                    human_duration(in_alarm),
-                    timing.datapoints_to_alarm,
-                    score
-                ),
-            )
-        } else {
-            (
-                Behaviour::Transient,
-                format!(
-                    "breaching for {} so far, {} into ALARM in {} h, state-change score {:.0}%: no pattern yet",
-                    human_duration(in_alarm),
-                    plural(figures.alarm_cycles, "entry"),
-                    config.lookback_seconds / 3600,
-                    score
-                ),
-            )
-        }
-    } else if last_episode.is_none() {
-        (
-            Behaviour::Recovered,
-            format!(
-                "back to {current}; how long it was in ALARM is unknown (no history before this transition)"
-            ),
-        )
     } else {
-        let lasted = last_episode.map_or(Duration::zero(), |e| e.end - e.start) + pre_breach;
-        if lasted >= sustained_after {
-            (
-                Behaviour::Recovered,
-                format!(
-                    "back to {} after an ALARM episode of {}; state-change score {:.0}%",
-                    current,
-                    human_duration(lasted),
-                    score
-                ),
-            )
-        } else {
-            (
-                Behaviour::Transient,
-                format!(
-                    "back to {} after a {} excursion into ALARM; state-change score {:.0}%",
-                    current,
-                    human_duration(lasted),
-                    score
-                ),
-            )
-        }
+        not_flapping(&Steady {
+            current,
+            last: last_episode.map_or(Duration::zero(), |e| e.end - e.start) + pre_breach,
+            known: last_episode.is_some(),
+            sustained_after,
+            datapoints_to_alarm: timing.datapoints_to_alarm,
+            alarm_cycles: figures.alarm_cycles,
+            lookback_hours: config.lookback_seconds / 3600,
+            score,
+        })
     };
 
     Classification {

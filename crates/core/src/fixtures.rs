@@ -54,7 +54,7 @@ pub fn sample() -> crate::diagnosis::Diagnosis {
         crate::diagnosis::ReportKind::Diagnosis,
         &crate::findings::Investigation::of(
             crate::diagnosis::AlarmFacts::from_notification(&alarm),
-            crate::evidence::plan(&crate::diagnosis::AlarmFacts::from_notification(&alarm)),
+            crate::diagnosis::AlarmFacts::from_notification(&alarm).plan(),
             Default::default(),
         ),
         &crate::classify::ClassifierConfig::default(),

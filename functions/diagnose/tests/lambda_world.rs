@@ -247,7 +247,10 @@ fn assert_suspects_and_severity_as_expected(world: &LocalWorld, diagnosis: &Valu
 fn assert_first_screen_as_expected(world: &LocalWorld, diagnosis: &Value) {
     let expected = world.expected();
     let text = |v: &Value| v.as_str().unwrap_or_default().to_owned();
-    let findings = diagnosis["findings"].as_array().cloned().unwrap_or_default();
+    let findings = diagnosis["findings"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let causes: Vec<String> = findings
         .iter()
         .filter(|f| f["role"] == "cause")

@@ -17,15 +17,38 @@ use support::{LocalWorld, Options, requests_at};
 
 const WAIT: Duration = Duration::from_secs(60);
 
-/// The diagnose binary next to this package's (both are built by `cargo test` at the workspace root).
+/// The diagnose binary next to this package's. `cargo test` at the
+/// workspace root builds both; `cargo test -p notify-slack` alone does not,
+/// so it is built here once, with the same cargo, profile and target folder.
 fn diagnose_binary() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_BIN_EXE_notify-slack")).with_file_name("diagnose");
-    assert!(
-        path.exists(),
-        "{} is missing: run the tests from the workspace root (cargo test --all-targets) or cargo build -p diagnose",
-        path.display()
-    );
-    path
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let own = PathBuf::from(env!("CARGO_BIN_EXE_notify-slack"));
+            let path = own.with_file_name("diagnose");
+            if path.exists() {
+                return path;
+            }
+            let profile_dir = own.parent().expect("the binary sits in a profile folder");
+            let target_dir = profile_dir
+                .parent()
+                .expect("the profile folder sits in the target folder");
+            let mut build = std::process::Command::new(option_env!("CARGO").unwrap_or("cargo"));
+            build
+                .args(["build", "-p", "diagnose", "--target-dir"])
+                .arg(target_dir)
+                .current_dir(env!("CARGO_MANIFEST_DIR"));
+            if profile_dir.file_name().is_some_and(|p| p == "release") {
+                build.arg("--release");
+            }
+            let status = build.status().expect("cargo runs");
+            assert!(
+                status.success() && path.exists(),
+                "cargo build -p diagnose failed ({status})"
+            );
+            path
+        })
+        .clone()
 }
 
 fn world(name: &str, mode: &'static str, notify_env: &[&str]) -> LocalWorld {

@@ -72,17 +72,6 @@ pub fn ends_a_possibly_held_alarm(d: &Diagnosis, hold_seconds: u32) -> bool {
             .is_some_and(|lasted| lasted <= u64::from(hold_seconds))
 }
 
-/// The one quiet line for a held diagnosis whose alarm cleared during the hold.
-pub fn quiet_line(d: &Diagnosis, hold: &Hold) -> String {
-    format!(
-        "{} cleared within the {}-minute hold ({}; {}): not paged",
-        crate::render::one_line(&d.alarm.name),
-        hold.minutes(),
-        d.classification.behaviour.as_str(),
-        d.severity.as_str(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,19 +130,6 @@ mod tests {
         assert!(!ends_a_possibly_held_alarm(&d, 300));
         d.alarm_lasted_seconds = None;
         assert!(!ends_a_possibly_held_alarm(&d, 300));
-    }
-
-    #[test]
-    fn the_quiet_line_names_the_alarm_and_the_hold_in_minutes() {
-        let d = transient(Severity::Warning);
-        let hold = Hold {
-            seconds: 270,
-            outcome: HoldOutcome::Cleared { since: None },
-        };
-        let line = quiet_line(&d, &hold);
-        assert!(line.starts_with(&d.alarm.name), "{line}");
-        assert!(line.contains("5-minute hold"), "{line}");
-        assert!(line.ends_with("not paged"), "{line}");
     }
 
     #[test]

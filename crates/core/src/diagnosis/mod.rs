@@ -6,6 +6,7 @@ mod alarm_facts;
 pub mod change;
 pub mod finding;
 pub mod hold;
+mod planning;
 pub mod summary;
 pub mod suspect;
 

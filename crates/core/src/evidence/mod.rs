@@ -9,8 +9,7 @@ pub mod model;
 pub mod service_map;
 pub mod workload;
 
-use crate::alarm::facts::{AlarmArn, MetricRef, Statistic};
-use crate::diagnosis::AlarmFacts;
+use crate::alarm::facts::{MetricRef, Statistic};
 use crate::history::AlarmHistory;
 use model::{
     AlarmDefinition, EvidenceGap, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup,
@@ -196,55 +195,6 @@ pub struct PlannedMetric {
     /// A rate alarm (`100 * errors / requests`): the alarm's value is this
     /// metric per request (RequestCount), times this constant.
     pub per_request_scale: Option<f64>,
-}
-
-/// Decides what to read for `alarm`: its one metric, and for a load
-/// balancer's metric the family and the load balancer (its ARN built from the
-/// alarm's, which saves a DescribeLoadBalancers round trip).
-pub fn plan(alarm: &AlarmFacts) -> Plan {
-    let mut notes = Vec::new();
-    let metric = alarm.watched.clone().map(|metric| PlannedMetric {
-        metric,
-        statistic: alarm.evaluated_statistic(),
-        period_seconds: alarm.period(),
-        per_request_scale: alarm.per_request_scale,
-    });
-    if metric.is_none() {
-        notes.push(match alarm.kind {
-            crate::alarm::AlarmKind::Composite => "composite alarm: its children carry the metrics; diagnose the child alarm that fired".to_owned(),
-            _ => "the alarm combines several metrics: no single metric to break down".to_owned(),
-        });
-    }
-    let family = metric
-        .as_ref()
-        .and_then(|m| family::for_namespace(&m.metric.namespace));
-    let mut load_balancer_dimension = None;
-    if let Some(m) = &metric {
-        match (family, m.metric.dimension("LoadBalancer")) {
-            // An alarm on one group names it; the others are still read to compare.
-            (Some(_), Some(lb)) => load_balancer_dimension = Some(lb.to_owned()),
-            (Some(_), None) => notes.push(
-                "the metric has no LoadBalancer dimension: no target-group breakdown".to_owned(),
-            ),
-            (None, _) => notes.push(format!(
-                "no specialised enrichment exists yet for {} alarms; only the alarm's history and its own metric were examined",
-                m.metric.namespace
-            )),
-        }
-    }
-    let load_balancer_arn = load_balancer_dimension
-        .as_ref()
-        .zip(alarm.arn.as_ref())
-        .map(|(dimension, arn): (&String, &AlarmArn)| {
-            arn.sibling("elasticloadbalancing", &format!("loadbalancer/{dimension}"))
-        });
-    Plan {
-        metric,
-        family: family.filter(|_| load_balancer_dimension.is_some()),
-        load_balancer_dimension,
-        load_balancer_arn,
-        notes,
-    }
 }
 
 /// The statistics of the alarm's own metric, in this order:

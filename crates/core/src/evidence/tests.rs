@@ -4,7 +4,7 @@ use crate::fixtures::{alarm, facts, groups};
 #[test]
 fn the_load_balancer_arn_is_built_from_the_alarm_arn() {
     assert_eq!(
-        plan(&facts(&alarm())).load_balancer_arn.as_deref(),
+        facts(&alarm()).plan().load_balancer_arn.as_deref(),
         Some("arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/app/x/1")
     );
 }
@@ -13,7 +13,7 @@ fn the_load_balancer_arn_is_built_from_the_alarm_arn() {
 fn the_plan_explains_what_does_not_apply() {
     let mut a = alarm();
     a.trigger.as_mut().unwrap().namespace = Some("AWS/SQS".into());
-    let p = plan(&facts(&a));
+    let p = facts(&a).plan();
     assert!(p.load_balancer_dimension.is_none());
     assert!(p.notes[0].contains("AWS/SQS"));
     let mut tg = alarm();
@@ -26,14 +26,14 @@ fn the_plan_explains_what_does_not_apply() {
             value: "targetgroup/t/1".into(),
         });
     // An alarm on one group still reads its load balancer: the group is named, the others compared.
-    let watched = plan(&facts(&tg));
+    let watched = facts(&tg).plan();
     assert!(watched.notes.is_empty(), "{:?}", watched.notes);
     assert!(watched.load_balancer_dimension.is_some());
 }
 
 #[test]
 fn group_queries_come_eight_per_group_with_unique_ids() {
-    let metric = plan(&facts(&alarm())).metric.unwrap();
+    let metric = facts(&alarm()).plan().metric.unwrap();
     let queries = family::APPLICATION.group_queries(&metric, "app/x/1", &groups());
     assert_eq!(queries.len(), 48);
     let mut ids: Vec<_> = queries.iter().map(|q| q.id.clone()).collect();
@@ -71,7 +71,7 @@ fn a_rate_alarm_is_planned_as_its_numerator_per_request() {
     .unwrap();
     let message = event["Records"][0]["Sns"]["Message"].as_str().unwrap();
     let alarm: crate::alarm::AlarmNotification = serde_json::from_str(message).unwrap();
-    let metric = plan(&facts(&alarm)).metric.unwrap();
+    let metric = facts(&alarm).plan().metric.unwrap();
     assert_eq!(metric.metric.name, "HTTPCode_Target_5XX_Count");
     assert_eq!(metric.per_request_scale, Some(100.0));
     // 12 errors in 600 requests: 2 %, as the alarm's expression computes it.

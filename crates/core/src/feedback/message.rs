@@ -53,14 +53,20 @@ pub fn buttons(diagnosis_id: &str) -> Value {
 
 /// The message's blocks with the line of who answered what, after the
 /// buttons (replacing an earlier line). `answers` are each person's last.
-pub fn with_tally(blocks: &[Value], answers: &[(SlackUserId, Judgement)]) -> Vec<Value> {
+/// `None` when the blocks received do not hold the buttons (a payload
+/// without `message.blocks`, or a message edited since): writing them back
+/// would replace the whole diagnosis with the tally line.
+pub fn with_tally(blocks: &[Value], answers: &[(SlackUserId, Judgement)]) -> Option<Vec<Value>> {
+    if !blocks.iter().any(|b| b["block_id"] == FEEDBACK_BLOCK) {
+        return None;
+    }
     let mut updated: Vec<Value> = blocks
         .iter()
         .filter(|b| b["block_id"] != TALLY_BLOCK)
         .cloned()
         .collect();
     let Some(line) = tally(answers) else {
-        return updated;
+        return Some(updated);
     };
     let block = json!({
         "type": "context",
@@ -72,7 +78,7 @@ pub fn with_tally(blocks: &[Value], answers: &[(SlackUserId, Judgement)]) -> Vec
         .position(|b| b["block_id"] == FEEDBACK_BLOCK)
         .map_or(updated.len(), |i| i + 1);
     updated.insert(at, block);
-    updated
+    Some(updated)
 }
 
 /// "Confirmed right by <@U1>, <@U2> · Marked wrong by <@U3>".
@@ -193,7 +199,8 @@ mod tests {
                 (user("U0ALICE01"), Judgement::Right),
                 (user("U0BOB0001"), Judgement::Wrong),
             ],
-        );
+        )
+        .expect("the blocks hold the buttons");
         let ids: Vec<&str> = updated
             .iter()
             .map(|b| b["block_id"].as_str().unwrap())
@@ -203,6 +210,14 @@ mod tests {
             updated[2]["elements"][0]["text"],
             "Confirmed right by <@U0ALICE01> · Marked wrong by <@U0BOB0001>"
         );
+    }
+
+    #[test]
+    fn blocks_without_the_buttons_are_never_written_back() {
+        let answers = [(user("U0ALICE01"), Judgement::Right)];
+        assert_eq!(with_tally(&[], &answers), None);
+        let edited = [json!({"type": "section", "block_id": "headline"})];
+        assert_eq!(with_tally(&edited, &answers), None);
     }
 
     #[test]

@@ -357,6 +357,56 @@ fn baseline_periods(
     (early.len() >= MIN_BASELINE_PERIODS).then_some((BaselineSource::EarlyWindow, early))
 }
 
+/// One group's part: its level over the baseline and during the breach,
+/// and how far the metric would fall without its change.
+fn judge_group(
+    g: &GroupSeries<'_>,
+    level: Option<(Sample, f64)>,
+    breach: &[DateTime<Utc>],
+    observed: Option<f64>,
+    without_its_change: Option<f64>,
+    sign: f64,
+    q: &Question<'_>,
+) -> GroupAttribution {
+    let during = mean(
+        &breach
+            .iter()
+            .filter_map(|t| g.value.at(*t))
+            .collect::<Vec<_>>(),
+    );
+    let effect = match (observed, without_its_change) {
+        (Some(o), Some(w)) => ((o - w) * sign).max(0.0),
+        _ => 0.0,
+    };
+    let Some((usual, spread)) = level else {
+        // Nothing over the baseline, something now: it appeared.
+        let Some(during) = during else {
+            return GroupAttribution::default();
+        };
+        return GroupAttribution {
+            during: Some(during),
+            changed: effect > THRESHOLD_SHARE * q.threshold.abs(),
+            effect,
+            without_its_change,
+            appeared: true,
+            ..GroupAttribution::default()
+        };
+    };
+    let moved = during.map_or(0.0, |d| (d - usual.value) * sign);
+    let floor = (RELATIVE_CHANGE * usual.value.abs())
+        .max(3.0 * spread)
+        .max(THRESHOLD_SHARE * q.threshold.abs());
+    GroupAttribution {
+        baseline: Some(usual.value),
+        during,
+        changed: moved > floor && effect > 0.0,
+        effect,
+        without_its_change,
+        standing: q.comparison.breaches(usual.value, q.threshold),
+        appeared: false,
+    }
+}
+
 /// Attributes the breach to the groups whose change explains it; `None` when
 /// the window holds too few periods for a baseline (the caller then ranks the
 /// groups by their level instead).
@@ -453,50 +503,8 @@ pub fn attribute(q: &Question<'_>) -> Option<Attribution> {
         .iter()
         .enumerate()
         .map(|(i, g)| {
-            let during = mean(
-                &breach
-                    .iter()
-                    .filter_map(|t| g.value.at(*t))
-                    .collect::<Vec<_>>(),
-            );
-            let Some((usual, spread)) = levels[i] else {
-                // Nothing over the baseline, something now: it appeared.
-                let Some(during) = during else {
-                    return GroupAttribution::default();
-                };
-                let without_its_change = over_breach(&at_baseline(&[i]));
-                let effect = match (observed, without_its_change) {
-                    (Some(o), Some(w)) => ((o - w) * sign).max(0.0),
-                    _ => 0.0,
-                };
-                return GroupAttribution {
-                    during: Some(during),
-                    changed: effect > THRESHOLD_SHARE * q.threshold.abs(),
-                    effect,
-                    without_its_change,
-                    appeared: true,
-                    ..GroupAttribution::default()
-                };
-            };
-            let without = at_baseline(&[i]);
-            let without_its_change = over_breach(&without);
-            let effect = match (observed, without_its_change) {
-                (Some(o), Some(w)) => ((o - w) * sign).max(0.0),
-                _ => 0.0,
-            };
-            let moved = during.map_or(0.0, |d| (d - usual.value) * sign);
-            let floor = (RELATIVE_CHANGE * usual.value.abs())
-                .max(3.0 * spread)
-                .max(THRESHOLD_SHARE * q.threshold.abs());
-            GroupAttribution {
-                baseline: Some(usual.value),
-                during,
-                changed: moved > floor && effect > 0.0,
-                effect,
-                without_its_change,
-                standing: q.comparison.breaches(usual.value, q.threshold),
-                appeared: false,
-            }
+            let without_its_change = over_breach(&at_baseline(&[i]));
+            judge_group(g, levels[i], &breach, observed, without_its_change, sign, q)
         })
         .collect();
 

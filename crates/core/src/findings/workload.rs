@@ -1104,6 +1104,32 @@ fn peak_utilisation(used: Option<&Usage>, requests: &[(&str, f64)]) -> Option<f6
 
 type Decision = (Verdict, String, Option<String>);
 
+/// A controller that says why it cannot act is believed before any guess
+/// from the numbers: an HPA without metrics does not scale whatever its target.
+fn hpa_says_it_cannot_act(
+    hpa: &crate::evidence::workload::HpaInfo,
+    running: usize,
+    facts: &mut HpaFacts,
+) -> Option<Decision> {
+    let condition = hpa_blocked(hpa)?;
+    facts.blocked = Some(condition.clone());
+    let message = condition
+        .message
+        .as_deref()
+        .map(|m| format!(": {}", clipped(m, 160)))
+        .unwrap_or_default();
+    Some((
+        Verdict::Supported,
+        format!(
+            "The HPA reports {}{message}; it does not scale while that holds ({} replicas now, up to {}).",
+            condition.describe(),
+            hpa.current_replicas.unwrap_or(running as i32),
+            hpa.max_replicas
+        ),
+        Some(format!("HPA cannot act: {}", condition.describe())),
+    ))
+}
+
 fn hpa_verdict(
     workload: &Workload,
     used: Option<&Usage>,
@@ -1129,25 +1155,8 @@ fn hpa_verdict(
             Some("no HPA to add pods".to_owned()),
         );
     };
-    // A controller that says why it cannot act is believed before any guess
-    // from the numbers: an HPA without metrics does not scale whatever its target.
-    if let Some(condition) = hpa_blocked(hpa) {
-        facts.blocked = Some(condition.clone());
-        let message = condition
-            .message
-            .as_deref()
-            .map(|m| format!(": {}", clipped(m, 160)))
-            .unwrap_or_default();
-        return (
-            Verdict::Supported,
-            format!(
-                "The HPA reports {}{message}; it does not scale while that holds ({} replicas now, up to {}).",
-                condition.describe(),
-                hpa.current_replicas.unwrap_or(running.len() as i32),
-                hpa.max_replicas
-            ),
-            Some(format!("HPA cannot act: {}", condition.describe())),
-        );
+    if let Some(decision) = hpa_says_it_cannot_act(hpa, running.len(), facts) {
+        return decision;
     }
     let requests: Vec<(&str, f64)> = running
         .iter()

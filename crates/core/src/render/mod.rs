@@ -71,6 +71,17 @@ pub(crate) fn capitalise(text: &str) -> String {
     }
 }
 
+/// The one quiet line for a held diagnosis whose alarm cleared during the hold.
+pub fn quiet_line(d: &crate::diagnosis::Diagnosis, hold: &crate::diagnosis::hold::Hold) -> String {
+    format!(
+        "{} cleared within the {}-minute hold ({}; {}): not paged",
+        one_line(&d.alarm.name),
+        hold.minutes(),
+        d.classification.behaviour.as_str(),
+        d.severity.as_str(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,5 +105,19 @@ mod tests {
         assert_eq!(cut.chars().count(), 20);
         assert!(cut.ends_with("(truncated)"));
         assert_eq!(truncate("short", 20), "short");
+    }
+
+    #[test]
+    fn the_quiet_line_names_the_alarm_and_the_hold_in_minutes() {
+        let mut d = crate::fixtures::sample();
+        d.classification.behaviour = crate::classify::Behaviour::Transient;
+        let hold = crate::diagnosis::hold::Hold {
+            seconds: 270,
+            outcome: crate::diagnosis::hold::HoldOutcome::Cleared { since: None },
+        };
+        let line = quiet_line(&d, &hold);
+        assert!(line.starts_with(&d.alarm.name), "{line}");
+        assert!(line.contains("5-minute hold"), "{line}");
+        assert!(line.ends_with("not paged"), "{line}");
     }
 }
