@@ -101,6 +101,19 @@ fn rbac_problems(documents: &[Value]) -> Vec<String> {
                 .iter()
                 .filter_map(Value::as_str)
                 .collect();
+            // `get` on these runs commands in pods or reaches a node's kubelet.
+            let reaches_in = [
+                "pods/exec",
+                "pods/attach",
+                "pods/portforward",
+                "nodes/proxy",
+            ];
+            if resources.iter().any(|r| reaches_in.contains(r)) {
+                problems.push(format!(
+                    "{} reaches into pods or nodes: {resources:?}",
+                    doc["metadata"]["name"]
+                ));
+            }
             if resources.iter().any(|r| *r == "*" || *r == "secrets") {
                 problems.push(format!("{} reaches {resources:?}", doc["metadata"]["name"]));
             }
@@ -188,6 +201,15 @@ fn an_rbac_delete_is_caught() {
     let mut documents = yaml_documents(&support::repo_root().join("infra/k8s/clusterrole.yaml"));
     documents[0]["rules"][0]["verbs"] = json!(["get", "list", "delete"]);
     documents[2]["rules"][0]["resourceNames"] = json!([]);
+    let problems = rbac_problems(&documents);
+    assert_eq!(problems.len(), 2, "{problems:?}");
+}
+
+#[test]
+fn exec_into_a_pod_or_a_nodes_kubelet_is_caught_even_as_a_get() {
+    let mut documents = yaml_documents(&support::repo_root().join("infra/k8s/clusterrole.yaml"));
+    documents[0]["rules"][0]["resources"] = json!(["pods", "pods/exec"]);
+    documents[0]["rules"][1]["resources"] = json!(["nodes/proxy"]);
     let problems = rbac_problems(&documents);
     assert_eq!(problems.len(), 2, "{problems:?}");
 }

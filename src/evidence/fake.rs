@@ -128,6 +128,7 @@ impl LoadBalancerSource for StaticSources {
             algorithm: Some("round_robin".to_owned()),
             slow_start_seconds: Some(0),
             deregistration_delay_seconds: Some(300),
+            connection_termination: None,
         })
     }
 

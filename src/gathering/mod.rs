@@ -408,6 +408,9 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
                     .map(|t| t.get(&group.arn).cloned().unwrap_or_default()),
                 algorithm: attributes.as_ref().and_then(|a| a.algorithm.clone()),
                 slow_start_seconds: attributes.as_ref().and_then(|a| a.slow_start_seconds),
+                deregistration: attributes
+                    .as_ref()
+                    .map(|a| (a.deregistration_delay_seconds, a.connection_termination)),
                 health,
                 metric: series.metric,
                 p50: series.p50,

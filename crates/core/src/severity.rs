@@ -10,6 +10,11 @@ use crate::diagnosis::{AlarmFacts, Finding, FindingId, ReportKind, Severity};
 
 /// A typical request this slow is felt by everybody.
 pub const MULTI_SECOND: f64 = 2.0;
+/// A typical request past a second, and this many times slower than the
+/// service's own usual, is felt by everybody too: the flow of a page breaks
+/// at about a second, and a page makes several such requests.
+pub const SLOW_FOR_EVERYONE: f64 = 1.0;
+pub const TIMES_ITS_USUAL: f64 = 5.0;
 /// ... and it is an outage, not a blip, once it lasted this many minutes.
 pub const SUSTAINED_IMPACT_MINUTES: u32 = 5;
 
@@ -77,6 +82,27 @@ pub fn assess(impact: &Impact<'_>) -> (Severity, String) {
             format!(
                 "users of {} wait {value:.1} s ({statistic}) over {} breaching minutes",
                 group.label(),
+                impact.breaching_minutes
+            ),
+        );
+    }
+    // Past a second and many times its own usual: a slow service, not a slow threshold.
+    if latency
+        && statistic.is_typical()
+        && impact.breaching_minutes >= SUSTAINED_IMPACT_MINUTES
+        && let Some((group, value, usual)) = impact
+            .target_groups
+            .iter()
+            .filter(|g| g.culprit)
+            .filter_map(|g| Some((g, g.statistic_while_breaching?, g.baseline?)))
+            .find(|(_, v, usual)| *v >= SLOW_FOR_EVERYONE && *v >= TIMES_ITS_USUAL * usual)
+    {
+        return (
+            Severity::Critical,
+            format!(
+                "users of {} wait {value:.1} s ({statistic}), {:.0} times their usual {usual:.2} s, over {} breaching minutes",
+                group.label(),
+                value / usual.max(1e-3),
                 impact.breaching_minutes
             ),
         );
@@ -255,6 +281,8 @@ mod tests {
             http_5xx_in_window: None,
             users: None,
             unhealthy_hosts_peak: None,
+            targets_turned_over: None,
+            resets_flows_after_seconds: None,
             targets_healthy: None,
             targets_not_healthy: None,
             unhealthy_targets: vec![],
@@ -351,6 +379,29 @@ mod tests {
         });
         assert_eq!(severity, Severity::Critical);
         assert!(reason.contains("no healthy target"), "{reason}");
+    }
+
+    #[test]
+    fn a_typical_request_past_a_second_and_five_times_its_usual_is_critical() {
+        let a = alarm("Average");
+        let judge = |baseline: f64| {
+            let mut slow = group(1.4);
+            slow.baseline = Some(baseline);
+            let groups = [slow];
+            assess(&Impact {
+                kind: ReportKind::Diagnosis,
+                behaviour: Behaviour::Transient,
+                alarm: &a,
+                findings: &[],
+                target_groups: &groups,
+                breaching_minutes: 5,
+            })
+        };
+        let (severity, reason) = judge(0.13);
+        assert_eq!(severity, Severity::Critical, "{reason}");
+        assert!(reason.contains("11 times their usual 0.13 s"), "{reason}");
+        // Always about that slow: the threshold, not the users, changed.
+        assert_eq!(judge(1.1).0, Severity::Warning);
     }
 
     #[test]

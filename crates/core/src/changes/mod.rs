@@ -113,6 +113,9 @@ pub struct Sources<'a> {
     pub path: &'a RequestPath,
     pub breach_start: Option<DateTime<Utc>>,
     pub now: DateTime<Utc>,
+    /// How many pods the workload ran over time (Prometheus), when read:
+    /// what tells a scale edit that cut the fleet from one that grew it.
+    pub fleet: &'a [(DateTime<Utc>, f64)],
 }
 
 impl Timeline {
@@ -131,7 +134,7 @@ impl Timeline {
             changes.extend(capacity(&workload.activity.capacity));
             changes.extend(config_maps(workload));
             changes.extend(hpa_edit(workload));
-            changes.extend(replicas_edit(workload));
+            changes.extend(replicas_edit(workload, sources.fleet));
         }
         if let Some(trail) = sources.trail {
             let mut seen = std::collections::BTreeSet::new();
@@ -188,7 +191,17 @@ impl Timeline {
             .iter()
             .filter(|(_, s)| s.verdict == SuspectVerdict::Convicted)
             .map(|(i, _)| *i)
-            .max_by_key(|i| (!self.changes[*i].automatic, self.changes[*i].at));
+            // Someone's change, the latest; else what the cluster did first
+            // (a node's interruption before the evictions it brought).
+            .max_by_key(|i| {
+                let change = &self.changes[*i];
+                let order = if change.automatic {
+                    -change.at.timestamp()
+                } else {
+                    change.at.timestamp()
+                };
+                (!change.automatic, order)
+            });
         for (i, change) in self.changes.iter_mut().enumerate() {
             change.most_plausible = Some(i) == named;
         }
@@ -204,7 +217,7 @@ impl Timeline {
     pub fn headline(&self) -> Option<String> {
         if let Some(change) = self.most_plausible() {
             // A controller acting is no one's change: say that it reacted.
-            return Some(if change.automatic {
+            return Some(if crate::suspects::is_reaction(change) {
                 format!("The cluster reacted {}", change.sentence())
             } else {
                 format!("Changed {}", change.sentence())
@@ -459,6 +472,13 @@ fn capacity(events: &[ClusterEvent]) -> Vec<Change> {
                 .min()?;
             let count: u32 = events.iter().map(|e| e.count.max(1)).sum();
             let latest = events.iter().max_by_key(|e| e.last_seen)?;
+            // The node it is about, when a Node is among the objects: what
+            // the first screen names.
+            let node = events
+                .iter()
+                .find_map(|e| e.object.strip_prefix("Node/"))
+                .map(|n| format!(", node {n}"))
+                .unwrap_or_default();
             Some(Change {
                 details: events
                     .iter()
@@ -469,7 +489,7 @@ fn capacity(events: &[ClusterEvent]) -> Vec<Change> {
                 ..Change::in_cluster(
                     ChangeKind::Capacity,
                     at,
-                    component.to_owned(),
+                    format!("{component}{node}"),
                     format!("{reason} x{count}: {}", latest.message),
                     vec![Aspect::Nodes],
                 )
@@ -539,15 +559,32 @@ fn stuck_rollout(deployment: &crate::evidence::workload::DeploymentInfo) -> Opti
 /// A person's or a tool's `spec.replicas` write on the Deployment (`kubectl
 /// scale`, the scale subresource): a change of capacity of its own, dated,
 /// apart from the rollouts.
-fn replicas_edit(workload: &Workload) -> Option<Change> {
+fn replicas_edit(workload: &Workload, fleet: &[(DateTime<Utc>, f64)]) -> Option<Change> {
     let deployment = workload.deployment.as_ref()?;
     let edit = deployment.scale_edit.as_ref()?;
     let now = deployment
         .replicas
         .map(|r| format!(" to {r}"))
         .unwrap_or_default();
+    // The fleet's size in the ten minutes before the edit and after it.
+    let size = |from: DateTime<Utc>, to: DateTime<Utc>| {
+        fleet
+            .iter()
+            .filter(|(t, _)| *t >= from && *t < to)
+            .map(|(_, n)| *n)
+            .reduce(f64::max)
+    };
+    let window = chrono::Duration::minutes(10);
+    let before = size(edit.at - window, edit.at);
+    let after = size(edit.at + chrono::Duration::minutes(2), edit.at + window);
+    let (was, lowered) = match (before, after) {
+        (Some(b), Some(a)) if a < b => (format!(" (was {b:.0})"), vec![Aspect::Replicas]),
+        (Some(b), Some(a)) if a > b => (format!(" (was {b:.0})"), Vec::new()),
+        _ => (String::new(), Vec::new()),
+    };
     Some(Change {
         by: edit.manager.clone(),
+        lowered,
         details: edit.manager.iter().map(|m| format!("by {m}")).collect(),
         ..Change::in_cluster(
             ChangeKind::Scaling,
@@ -556,7 +593,7 @@ fn replicas_edit(workload: &Workload) -> Option<Change> {
                 "deployment {}/{}",
                 workload.service.namespace, deployment.name
             ),
-            format!("replicas set{now} by hand (spec.replicas)"),
+            format!("replicas set{now}{was} by hand (spec.replicas)"),
             vec![Aspect::Replicas],
         )
     })

@@ -102,6 +102,7 @@ fn timeline_of(trail_events: Vec<TrailEvent>, workload: Option<&Workload>) -> Ti
         path: &path,
         breach_start: Some(breach()),
         now: breach() + Duration::minutes(20),
+        fleet: &[],
     })
 }
 
@@ -162,6 +163,7 @@ fn with_neither_side_read_nothing_is_claimed() {
         path: &path,
         breach_start: Some(breach()),
         now: breach(),
+        fleet: &[],
     });
     assert_eq!(timeline.headline(), None);
 }
@@ -176,6 +178,7 @@ fn a_recent_breach_warns_that_cloudtrail_lags() {
         path: &path,
         breach_start: Some(breach()),
         now: breach() + Duration::minutes(4),
+        fleet: &[],
     });
     assert!(timeline.notes[0].contains("5 to 15 minutes"));
 }

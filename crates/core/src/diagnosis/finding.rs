@@ -285,6 +285,12 @@ pub enum Facts {
     Errors(ErrorFacts),
     /// What the last rollout changed in the pod template.
     Rollout(Vec<super::change::Aspect>),
+    /// The node the bad pods share, and the other workloads on it
+    /// (`namespace/owner`).
+    Node {
+        name: String,
+        sharing: Vec<String>,
+    },
 }
 
 /// What a finding is to the breach: one of its causes, a hypothesis ruled

@@ -55,6 +55,14 @@ pub struct TargetGroupSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub users: Option<UserImpact>,
     pub unhealthy_hosts_peak: Option<f64>,
+    /// Targets that joined or left in the breach and the minutes before it
+    /// (a rollout's turnover), from HealthyHostCount.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets_turned_over: Option<f64>,
+    /// Leaving targets' open flows are reset when their deregistration
+    /// delay (seconds) ends: `Some(delay)` when the group says so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resets_flows_after_seconds: Option<i32>,
     pub targets_healthy: Option<u32>,
     pub targets_not_healthy: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -63,6 +63,9 @@ pub struct GroupEvidence {
     pub algorithm: Option<String>,
     /// `slow_start.duration_seconds` (0: off), when read.
     pub slow_start_seconds: Option<i32>,
+    /// `deregistration_delay.timeout_seconds` and, for an NLB, whether its
+    /// end resets the leaving target's flows, when read.
+    pub deregistration: Option<(Option<i32>, Option<bool>)>,
     pub health: Option<Vec<TargetHealth>>,
     pub tags: Option<Tags>,
     /// The alarm's metric and statistic for this group.

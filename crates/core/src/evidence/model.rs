@@ -243,6 +243,10 @@ pub struct TargetGroupAttributes {
     pub slow_start_seconds: Option<i32>,
     /// `deregistration_delay.timeout_seconds`: how long a leaving target drains.
     pub deregistration_delay_seconds: Option<i32>,
+    /// `deregistration_delay.connection_termination.enabled` (NLB): a
+    /// leaving target's open flows are reset when its delay ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connection_termination: Option<bool>,
 }
 
 impl TargetGroupAttributes {
@@ -255,6 +259,9 @@ impl TargetGroupAttributes {
                 "slow_start.duration_seconds" => out.slow_start_seconds = value.parse().ok(),
                 "deregistration_delay.timeout_seconds" => {
                     out.deregistration_delay_seconds = value.parse().ok()
+                }
+                "deregistration_delay.connection_termination.enabled" => {
+                    out.connection_termination = value.parse().ok()
                 }
                 _ => {}
             }

@@ -59,6 +59,7 @@ fn target_group_attributes_are_read_from_their_keys_and_others_ignored() {
             algorithm: Some("least_outstanding_requests".into()),
             slow_start_seconds: Some(30),
             deregistration_delay_seconds: None,
+            connection_termination: None,
         }
     );
 }

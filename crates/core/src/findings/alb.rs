@@ -145,6 +145,13 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                     .then(|| g.target_errors.points.iter().map(|(_, v)| v).sum()),
                 users: user_impact(g, &periods, per_minute),
                 unhealthy_hosts_peak: g.unhealthy_hosts.max(),
+                targets_turned_over: per_load_balancer_only
+                    .then(|| turnover(g, &periods))
+                    .filter(|t| *t > 0.0),
+                resets_flows_after_seconds: match g.deregistration {
+                    Some((delay, Some(true))) => Some(delay.unwrap_or(300)),
+                    _ => None,
+                },
                 targets_healthy: healthy,
                 targets_not_healthy: not_healthy,
                 unhealthy_targets,
@@ -285,8 +292,43 @@ fn breach_weights(
                     })
                 })
                 .sum::<f64>()
+                + if per_load_balancer_only {
+                    turnover(g, periods)
+                } else {
+                    0.0
+                }
         })
         .collect()
+}
+
+/// How far back from a breaching period a target that joined or left still
+/// counts: its deregistration delay, and its flows' end, come minutes later.
+const TURNOVER_REACH_MINUTES: i64 = 5;
+
+/// Targets that joined or left the group (steps of its HealthyHostCount) in
+/// `periods` and the few minutes before each: a rollout replacing targets,
+/// whose leaving flows the load balancer ends. Per-load-balancer counts
+/// (an NLB's own resets, an ALB's 502s) fall on the group that turned over.
+fn turnover(g: &GroupEvidence, periods: &[DateTime<Utc>]) -> f64 {
+    // HealthyHostCount's minimum hides a target that joined and one that
+    // left in the same minute: the targets draining or registering now
+    // (DescribeTargetHealth) count too.
+    let in_transition = g.health.as_ref().map_or(0, |h| {
+        h.iter()
+            .filter(|t| matches!(t.state.as_str(), "draining" | "initial"))
+            .count()
+    }) as f64;
+    let points = &g.healthy_hosts.points;
+    in_transition
+        + points
+            .windows(2)
+            .filter(|w| {
+                periods.iter().any(|t| {
+                    w[1].0 <= *t && *t - w[1].0 <= chrono::Duration::minutes(TURNOVER_REACH_MINUTES)
+                })
+            })
+            .map(|w| (w[1].1 - w[0].1).abs())
+            .sum::<f64>()
 }
 
 /// Healthy and not-healthy targets now, and the ones not healthy, when the
@@ -832,6 +874,35 @@ fn shared_problem_by_health(summaries: &[TargetGroupSummary], lb: &str) -> Findi
         .map(|c| c.label())
         .collect::<Vec<_>>()
         .join(", ");
+    // Targets that came and went, not targets that failed: a rotation.
+    let rotating: Vec<&&TargetGroupSummary> = culprits
+        .iter()
+        .filter(|c| c.unhealthy_hosts_peak.unwrap_or(0.0) <= 0.0 && c.targets_turned_over.is_some())
+        .collect();
+    if rotating.len() == culprits.len() {
+        let resets = rotating
+            .iter()
+            .filter_map(|c| c.resets_flows_after_seconds.map(|d| (c.label(), d)))
+            .map(|(name, delay)| {
+                format!("; {name} resets a leaving target's open flows when its {delay} s deregistration delay ends")
+            })
+            .collect::<String>();
+        let moved: f64 = rotating.iter().filter_map(|c| c.targets_turned_over).sum();
+        return Finding {
+            cause: Some(format!(
+                "target group {names}'s targets were being replaced ({moved:.0} joined or left) in the breach minutes while {others_text} stayed put{resets}"
+            )),
+            ..Finding::decided(
+                FindingId::SharedLoadBalancerProblem,
+                hypothesis,
+                Verdict::Refuted,
+                format!(
+                    "CloudWatch counts this per load balancer only; in the same minutes only {names}'s targets came and went ({moved:.0} joined or left, none failed its health checks) while {others_text} stayed put{resets}: it comes from that group's rotation, not from the shared load balancer."
+                ),
+                Some(format!("shared {lb}: {others_text} stayed put")),
+            )
+        };
+    }
     Finding {
         // Where, for the headline, though the hypothesis itself is ruled out.
         cause: Some(format!(

@@ -28,6 +28,10 @@ pub fn what_changed(scope: &Scope<'_>, decided: &mut Decided) {
         path: &path,
         breach_start: start,
         now: scope.now,
+        fleet: evidence
+            .pod_series
+            .as_ref()
+            .map_or(&[][..], |s| s.pod_count.as_slice()),
     });
     if timeline.trail_read || evidence.trail.is_some() {
         decided

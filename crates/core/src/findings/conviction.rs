@@ -81,6 +81,12 @@ fn limits_reached(findings: &[Finding]) -> LimitsReached {
         }
     }
     limits.cpu |= supported(findings, FindingId::CpuThrottling);
+    // Without an HPA the Deployment's replica count is the ceiling: its
+    // pods at their CPU limit have reached it.
+    limits.replicas |= limits.cpu
+        && findings
+            .iter()
+            .any(|f| matches!(&f.facts, Facts::Hpa(h) if h.bounds.is_none()));
     limits
 }
 

@@ -269,6 +269,7 @@ mod tests {
             },
             algorithm: None,
             slow_start_seconds: None,
+            deregistration: None,
             health: None,
             tags: None,
             metric: series(errors),

@@ -224,6 +224,7 @@ mod tests {
                 },
                 algorithm: None,
                 slow_start_seconds: None,
+                deregistration: None,
                 health: Some(vec![TargetHealth {
                     id: "10.0.0.1".into(),
                     port: Some(8080),

@@ -296,12 +296,24 @@ fn workload_behind_the_culprit(scope: &Scope<'_>, decided: &mut Decided) {
         })
         .and_then(|g| g.health.as_deref())
         .unwrap_or_default();
-    decided.findings.push(placement::common_factor(
-        w,
-        evidence.pod_series.as_ref(),
-        breach,
-        targets,
-    ));
+    let factor = placement::common_factor(w, evidence.pod_series.as_ref(), breach, targets);
+    // Another group that moved has its pods on the same troubled node: the
+    // node is to blame, not the one service the breakdown singled out.
+    let sharing = placement::groups_sharing_the_node(&factor, &decided.target_groups);
+    if !sharing.is_empty() {
+        let names: Vec<String> = sharing
+            .iter()
+            .map(|i| decided.target_groups[*i].label())
+            .collect();
+        for group in &mut decided.target_groups {
+            group.culprit = false;
+        }
+        decided.notes.push(format!(
+            "{} also moved and has pods on the same node: no one group is to blame",
+            names.join(", ")
+        ));
+    }
+    decided.findings.push(factor);
     decided.findings.extend(scaling::scale_in_before_breaches(
         w,
         evidence.pod_series.as_ref(),

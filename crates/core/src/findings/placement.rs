@@ -334,6 +334,10 @@ pub fn common_factor(
                     ));
                     Finding {
                         evidence,
+                        facts: crate::diagnosis::Facts::Node {
+                            name: value.clone(),
+                            sharing: others.clone(),
+                        },
                         ..Finding::decided(
                             FindingId::CommonFactor,
                             HYPOTHESIS,
@@ -358,3 +362,39 @@ pub fn common_factor(
 
 #[cfg(test)]
 mod tests;
+
+/// The other target groups that moved too and whose pods share the node
+/// found: then the node, not one service, is where the breach comes from.
+pub fn groups_sharing_the_node(
+    factor: &Finding,
+    groups: &[crate::diagnosis::summary::TargetGroupSummary],
+) -> Vec<usize> {
+    let crate::diagnosis::Facts::Node { sharing, .. } = &factor.facts else {
+        return Vec::new();
+    };
+    if factor.verdict != Verdict::Supported {
+        return Vec::new();
+    }
+    groups
+        .iter()
+        .enumerate()
+        .filter(|(_, g)| {
+            let moved = matches!(
+                (g.baseline, g.statistic_while_breaching),
+                (Some(usual), Some(during)) if during > usual * MOVED
+            );
+            let service = g.kubernetes_service.as_ref();
+            moved
+                && service.is_some_and(|s| {
+                    sharing.iter().any(|owner| {
+                        owner == &format!("{}/{}", s.namespace, s.name)
+                            || owner.starts_with(&format!("{}/{}-", s.namespace, s.name))
+                    })
+                })
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// A group moved when its metric during the breach is this many times its usual.
+const MOVED: f64 = 1.5;

@@ -4,7 +4,7 @@
 
 use super::Context;
 use super::commands::{aws, iso, kubectl, region_flag, shell_quote};
-use crate::diagnosis::{FindingId, NextStep};
+use crate::diagnosis::{Facts, FindingId, NextStep};
 use crate::findings::probes::ProbeTrouble;
 
 fn namespace_and_deployment<'a>(context: &Context<'a>) -> Option<(&'a str, &'a str)> {
@@ -248,4 +248,41 @@ pub fn find_the_callers(context: &Context<'_>) -> Option<NextStep> {
             region = region_flag(context.alarm)
         ))],
     })
+}
+
+/// The bad pods share a node or a zone: look there, not at the service.
+pub fn look_at_the_place(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::CommonFactor)?;
+    let (namespace, _) = namespace_and_deployment(context).unzip();
+    let ns = namespace
+        .map(shell_quote)
+        .unwrap_or_else(|| "default".to_owned());
+    match &finding.facts {
+        Facts::Node { name, .. } => {
+            let node = shell_quote(name);
+            Some(NextStep {
+                proposal: format!(
+                    "Look at node {name}: the pods that went bad are all there and the rest are fine; what troubles it (a neighbour without limits, memory pressure, an interruption) is what to relieve, not the service's own settings"
+                ),
+                rationale: finding.summary.clone(),
+                trade_offs: Some("Limits or requests on the neighbour, or moving it (a taint, an affinity, a dedicated node pool), keep it from happening again; draining the node moves the pods but not the cause.".to_owned()),
+                commands: vec![
+                    kubectl(format!("kubectl describe node {node}")),
+                    kubectl(format!(
+                        "kubectl get pods -A -o wide --field-selector spec.nodeName={node}"
+                    )),
+                    kubectl("kubectl top pods -A --sort-by=cpu".to_owned()),
+                ],
+            })
+        }
+        _ => Some(NextStep {
+            proposal: "Look at what the zone the bad pods share has that the others lack: its nodes, its network path, a zonal endpoint of a dependency".to_owned(),
+            rationale: finding.summary.clone(),
+            trade_offs: None,
+            commands: vec![
+                kubectl("kubectl get nodes -L topology.kubernetes.io/zone".to_owned()),
+                kubectl(format!("kubectl -n {ns} get pods -o wide")),
+            ],
+        }),
+    }
 }

@@ -72,7 +72,11 @@ pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 /// gets no next step), causes in causal order; the generic steps (date the
 /// flapping, investigate the culprit group) follow them, and rules about the
 /// alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 27] = [
+pub const RULES: [(Option<FindingId>, Rule); 28] = [
+    (
+        Some(FindingId::CommonFactor),
+        errors_and_capacity::look_at_the_place,
+    ),
     (Some(FindingId::WorkerCeiling), rules::more_workers_per_pod),
     (Some(FindingId::HpaCannotReact), rules::let_the_hpa_react),
     (

@@ -193,7 +193,7 @@ fn node_lost(change: &Change) -> bool {
 /// A controller answering what happened (the HPA adding pods, the load
 /// balancer controller registering them, a node autoscaler provisioning):
 /// never a cause. A scale-in and a lost node are not answers.
-fn is_reaction(change: &Change) -> bool {
+pub(crate) fn is_reaction(change: &Change) -> bool {
     change.automatic && !change.aspects.contains(&Aspect::ScaleIn) && !node_lost(change)
 }
 

@@ -35,6 +35,7 @@ fn group(
         },
         algorithm: Some("round_robin".into()),
         slow_start_seconds: None,
+        deregistration: None,
         health: Some(health),
         tags: None,
         metric: series(latency),
