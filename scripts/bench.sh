@@ -16,11 +16,20 @@
 #     emulator and the local Slack, the time of its first invocation (reads
 #     the secret, builds the HTTPS client, posts) and of a second one (the
 #     resolution), and its peak RSS.
+#
+# BENCH_DEPTH_ONLY=BINARY runs section 1 alone with that alarm-triage binary
+# and builds nothing: two binaries (before and after a change) compared in
+# one sitting, e.g. scripts/bench.sh with BENCH_DEPTH_ONLY=/tmp/before, then
+# with BENCH_DEPTH_ONLY=target/debug/alarm-triage. Round trips do not depend
+# on the build profile; wall times do.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 scripts/setup.sh
-cargo build --quiet --release -p diagnose -p notify-slack -p alarm-triage
+bench_binary=${BENCH_DEPTH_ONLY:-target/release/alarm-triage}
+if [ -z "${BENCH_DEPTH_ONLY:-}" ]; then
+  cargo build --quiet --release -p diagnose -p notify-slack -p alarm-triage
+fi
 python=.venv/bin/python
 state=.world/bench
 world=tests/worlds/alb-flapping-worker-ceiling
@@ -35,7 +44,7 @@ event=$($python infra/local/stack.py deliver --state "$state")
 depth_runs="$state/depth.tsv"
 : > "$depth_runs"
 diagnose() {
-  target/release/alarm-triage replay "$event" --format json > "$1"
+  "$bench_binary" replay "$event" --format json > "$1"
   printf '%s\t%s\t%s\n' "$2" "$3" "$1" >> "$depth_runs"
 }
 # set_delay URL RULE DELAY: the server's rules become RULE with DELAY ms (none for 0);
@@ -128,6 +137,7 @@ fi
 echo "   critical path: gathering time over a delay d before every request of one kind (median of 3 per d; slope = dependent round trips):"
 $python scripts/bench_depth.py "$depth_runs"
 $python infra/local/stack.py down --state "$state" >/dev/null
+if [ -n "${BENCH_DEPTH_ONLY:-}" ]; then exit 0; fi
 
 echo "== 2. start-up: process start to first poll of the runtime API (release)"
 $python scripts/bench_startup.py target/release/diagnose

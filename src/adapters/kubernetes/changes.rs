@@ -12,8 +12,8 @@ use kube::api::{ListParams, ObjectList, PartialObjectMeta};
 use super::connection::Cluster;
 use super::timestamps::{newest_edit, time_of};
 use crate::evidence::changes::{
-    ClusterActivity, ClusterEvent, ConfigMapStamp, ContainerTemplate, PodTemplate, ProbeTemplate,
-    Revision,
+    ClusterActivity, ClusterEvent, ConfigMapStamp, ContainerTemplate, NamespaceRollout,
+    PodTemplate, ProbeTemplate, Revision,
 };
 
 type Listed<T> = std::result::Result<ObjectList<T>, kube::Error>;
@@ -28,6 +28,7 @@ pub struct ActivityLists {
     karpenter: Listed<Event>,
     autoscaler: Listed<Event>,
     config_maps: Listed<PartialObjectMeta<ConfigMap>>,
+    replica_sets: Listed<PartialObjectMeta<ReplicaSet>>,
 }
 
 /// Reads them concurrently: one round trip.
@@ -45,18 +46,21 @@ pub async fn list(cluster: &Cluster, ns: &str) -> ActivityLists {
         .fields("source=cluster-autoscaler")
         .limit(CAPACITY_EVENTS);
     let config_maps = Api::<ConfigMap>::namespaced(cluster.client.clone(), ns);
+    let replica_sets = Api::<ReplicaSet>::namespaced(cluster.client.clone(), ns);
     let every = ListParams::default();
-    let (hpa_events, karpenter, autoscaler, config_maps) = tokio::join!(
+    let (hpa_events, karpenter, autoscaler, config_maps, replica_sets) = tokio::join!(
         events.list(&hpa),
         everywhere.list(&karpenter),
         everywhere.list(&autoscaler),
         config_maps.list_metadata(&every),
+        replica_sets.list_metadata(&every),
     );
     ActivityLists {
         hpa_events,
         karpenter,
         autoscaler,
         config_maps,
+        replica_sets,
     }
 }
 
@@ -117,8 +121,48 @@ pub fn activity(
         }
         Err(e) => notes.push(unreadable("configmaps (metadata)", &e)),
     }
+    match lists.replica_sets {
+        Ok(list) => activity.namespace_rollouts = newest_revisions(&list.items),
+        Err(e) => notes.push(unreadable("replicasets (metadata)", &e)),
+    }
     activity.unreadable = notes;
     activity
+}
+
+/// Each Deployment's newest ReplicaSet: when its last rollout began.
+fn newest_revisions(sets: &[PartialObjectMeta<ReplicaSet>]) -> Vec<NamespaceRollout> {
+    let mut newest: std::collections::BTreeMap<String, NamespaceRollout> = Default::default();
+    for rs in sets {
+        let meta = &rs.metadata;
+        let Some(owner) = meta
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|o| o.kind == "Deployment")
+        else {
+            continue;
+        };
+        let Some(at) = time_of(meta.creation_timestamp.as_ref()) else {
+            continue;
+        };
+        let revision = meta
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get("deployment.kubernetes.io/revision"))
+            .and_then(|n| n.parse().ok());
+        let candidate = NamespaceRollout {
+            deployment: owner.name.clone(),
+            revision,
+            at,
+        };
+        let entry = newest
+            .entry(owner.name.clone())
+            .or_insert(candidate.clone());
+        if (candidate.revision, candidate.at) > (entry.revision, entry.at) {
+            *entry = candidate;
+        }
+    }
+    newest.into_values().collect()
 }
 
 fn activity_note(what: &str, reason: &str) -> String {

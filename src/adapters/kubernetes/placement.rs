@@ -56,6 +56,9 @@ async fn node(cluster: &Cluster, name: &str, own: &[&str]) -> (Option<NodeState>
         tokio::join!(nodes.get(name), metrics.get(name), pods.list(&on_node));
     let object = match object {
         Ok(object) => object,
+        // Gone since the pods were placed (an interruption, a scale-in): the
+        // pods on it are being replaced; nothing more to read of it.
+        Err(kube::Error::Api(status)) if status.code == 404 => return (None, partial),
         Err(e) => {
             partial.push((
                 format!("node {name}"),
@@ -70,6 +73,8 @@ async fn node(cluster: &Cluster, name: &str, own: &[&str]) -> (Option<NodeState>
             state.used_cpu = m.data["usage"]["cpu"].as_str().and_then(cpu_cores);
             state.used_memory = m.data["usage"]["memory"].as_str().and_then(bytes);
         }
+        // No metrics for it (yet): its usage stays unknown.
+        Err(kube::Error::Api(status)) if status.code == 404 => {}
         Err(e) => partial.push((
             format!("metrics.k8s.io node {name}"),
             cluster.explain(&e, "NodeMetrics").to_string(),
@@ -125,6 +130,7 @@ async fn neighbours_usage(
                     }
                 }
             }
+            Err(kube::Error::Api(status)) if status.code == 404 => {}
             Err(e) => partial.push((
                 format!("metrics.k8s.io pods in {ns}"),
                 cluster.explain(&e, "PodMetrics").to_string(),
@@ -238,4 +244,60 @@ fn quantity(c: &k8s_openapi::api::core::v1::Container, limits: bool, key: &str) 
         r.requests.as_ref()
     }?;
     map.get(key).map(|q| q.0.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_keeps_its_zone_instance_taints_and_only_its_troubled_conditions() {
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "ip-10-52-3-118", "labels": {"topology.kubernetes.io/zone": "eu-west-1b"}},
+            "spec": {
+                "providerID": "aws:///eu-west-1b/i-0a1b2c3d4e5f",
+                "taints": [{"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}]
+            },
+            "status": {
+                "allocatable": {"cpu": "7910m", "memory": "31Gi"},
+                "conditions": [
+                    {"type": "Ready", "status": "True"},
+                    {"type": "MemoryPressure", "status": "True", "reason": "KubeletHasInsufficientMemory",
+                     "lastTransitionTime": "2026-12-03T14:21:00Z"},
+                    {"type": "DiskPressure", "status": "False"}
+                ]
+            }
+        }))
+        .unwrap();
+        let state = node_state(&node);
+        assert_eq!(state.zone.as_deref(), Some("eu-west-1b"));
+        assert_eq!(state.instance_id.as_deref(), Some("i-0a1b2c3d4e5f"));
+        assert_eq!(
+            state.taints,
+            ["node.kubernetes.io/memory-pressure:NoSchedule"]
+        );
+        assert_eq!(state.allocatable_cpu, Some(7.91));
+        let kinds: Vec<&str> = state.conditions.iter().map(|c| c.kind.as_str()).collect();
+        assert_eq!(kinds, ["MemoryPressure"]);
+        assert!(state.conditions[0].since.is_some());
+    }
+
+    #[test]
+    fn a_neighbour_without_a_cpu_limit_has_none() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "backfill-x7k2q", "namespace": "data-eng"},
+            "spec": {"containers": [
+                {"name": "a", "image": "x", "resources": {"requests": {"cpu": "1"}}},
+                {"name": "b", "image": "x", "resources": {"requests": {"cpu": "500m"}, "limits": {"cpu": "1"}}}
+            ]},
+            "status": {"phase": "Running"}
+        }))
+        .unwrap();
+        let n = neighbour(&pod);
+        assert_eq!(n.cpu_request, Some(1.5));
+        assert_eq!(
+            n.cpu_limit, None,
+            "one container without a limit leaves the pod unbounded"
+        );
+    }
 }

@@ -68,3 +68,51 @@ pub(super) fn replicas_edit(
         })
         .max_by_key(|e| e.at)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+
+    fn entry(
+        manager: &str,
+        subresource: Option<&str>,
+        fields: serde_json::Value,
+        time: &str,
+    ) -> ManagedFieldsEntry {
+        serde_json::from_value(serde_json::json!({
+            "manager": manager, "operation": "Update", "subresource": subresource,
+            "apiVersion": "apps/v1", "time": time, "fieldsType": "FieldsV1", "fieldsV1": fields
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_kubectl_scale_is_a_replicas_edit_and_the_hpas_writes_are_not() {
+        let managed = vec![
+            entry(
+                "helm",
+                None,
+                serde_json::json!({"f:spec": {"f:replicas": {}, "f:template": {}}}),
+                "2026-12-03T10:00:00Z",
+            ),
+            entry(
+                "kubectl",
+                Some("scale"),
+                serde_json::json!({"f:spec": {"f:replicas": {}}}),
+                "2026-12-03T13:28:00Z",
+            ),
+            entry(
+                "kube-controller-manager",
+                Some("scale"),
+                serde_json::json!({"f:spec": {"f:replicas": {}}}),
+                "2026-12-03T13:50:00Z",
+            ),
+        ];
+        let edit = replicas_edit(Some(&managed)).expect("kubectl's write");
+        assert_eq!(edit.manager.as_deref(), Some("kubectl"));
+        assert_eq!(edit.at.to_rfc3339(), "2026-12-03T13:28:00+00:00");
+        // A rollout's write of the whole spec is not a scale edit.
+        assert_eq!(replicas_edit(Some(&managed[..1].to_vec())), None);
+    }
+}

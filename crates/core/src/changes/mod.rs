@@ -50,6 +50,7 @@ impl Change {
             aspects,
             offset_seconds: None,
             most_plausible: false,
+            elsewhere: false,
             lowered: Vec::new(),
         }
     }
@@ -133,6 +134,7 @@ impl Timeline {
             );
             changes.extend(capacity(&workload.activity.capacity));
             changes.extend(config_maps(workload));
+            changes.extend(elsewhere_in_the_namespace(workload));
             changes.extend(hpa_edit(workload));
             changes.extend(replicas_edit(workload, sources.fleet));
         }
@@ -349,7 +351,18 @@ fn rollouts(workload: &Workload) -> Vec<Change> {
             let at = revision.created?;
             // Revisions are newest first: the one before is the next.
             let previous = revisions.get(i + 1);
-            let differences = previous.and_then(|p| template::diff(p, revision));
+            let mut differences = previous.and_then(|p| template::diff(p, revision));
+            // The current ReplicaSet's desired count follows every scaling
+            // after the rollout (the HPA's, a scale edit): it is not the
+            // rollout's to claim.
+            let scaled_since =
+                workload.hpa.is_some() || deployment.scale_edit.as_ref().is_some_and(|e| e.at > at);
+            if i == 0
+                && scaled_since
+                && let Some(d) = &mut differences
+            {
+                d.retain(|d| d.aspect != Aspect::Replicas);
+            }
             let number = revision
                 .number
                 .map_or_else(|| revision.replica_set.clone(), |n| format!("revision {n}"));
@@ -496,6 +509,72 @@ fn capacity(events: &[ClusterEvent]) -> Vec<Change> {
             })
         })
         .collect()
+}
+
+/// The newest ConfigMap edits the pods do not read, kept to a few.
+const OTHER_CONFIG_MAPS: usize = 3;
+
+/// What changed beside the workload, in its namespace: the other
+/// Deployments' rollouts and the data edits of ConfigMaps its pods do not
+/// read. They are judged like the rest, and their locality acquits them
+/// unless nothing else explains the breach.
+fn elsewhere_in_the_namespace(workload: &Workload) -> Vec<Change> {
+    let namespace = &workload.service.namespace;
+    let own = workload.deployment.as_ref().map(|d| d.name.as_str());
+    let rollouts = workload
+        .activity
+        .namespace_rollouts
+        .iter()
+        .filter(|r| Some(r.deployment.as_str()) != own)
+        .map(|r| Change {
+            elsewhere: true,
+            ..Change::in_cluster(
+                ChangeKind::Rollout,
+                r.at,
+                format!("deployment {namespace}/{}", r.deployment),
+                match r.revision {
+                    Some(n) => format!("revision {n} rolled out (another workload)"),
+                    None => "rolled out (another workload)".to_owned(),
+                },
+                vec![Aspect::Code],
+            )
+        });
+    let read: Vec<&String> = workload
+        .deployment
+        .as_ref()
+        .and_then(|d| d.revisions.first())
+        .and_then(|r| r.template.as_ref())
+        .map(|t| t.config_maps.iter().collect())
+        .unwrap_or_default();
+    let mut edits: Vec<Change> = workload
+        .activity
+        .config_maps
+        .iter()
+        .filter(|c| !read.contains(&&c.name))
+        .filter_map(|c| {
+            // Only data written by someone: leader elections and controllers
+            // touch metadata, not data.
+            let edit = c.edit.as_ref().filter(|e| !e.fields.is_empty())?;
+            Some(Change {
+                elsewhere: true,
+                by: edit.manager.clone(),
+                ..Change::in_cluster(
+                    ChangeKind::ConfigMap,
+                    edit.at,
+                    format!("configmap {namespace}/{}", c.name),
+                    format!(
+                        "{} updated (not read by {}'s pods)",
+                        edit.fields.join(", "),
+                        own.unwrap_or(workload.service.name.as_str())
+                    ),
+                    vec![Aspect::Config],
+                )
+            })
+        })
+        .collect();
+    edits.sort_by(|a, b| b.at.cmp(&a.at));
+    edits.truncate(OTHER_CONFIG_MAPS);
+    rollouts.chain(edits).collect()
 }
 
 /// ConfigMaps the current pod template reads that were written in the window.

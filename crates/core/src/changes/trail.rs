@@ -46,6 +46,7 @@ pub fn interpret(event: &TrailEvent, path: &RequestPath) -> Option<Change> {
         aspects,
         offset_seconds: None,
         most_plausible: false,
+        elsewhere: false,
         lowered: Vec::new(),
     })
 }

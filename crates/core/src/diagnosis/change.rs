@@ -100,4 +100,8 @@ pub struct Change {
     /// The change the first screen names: the one convicted suspect.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub most_plausible: bool,
+    /// Made to another workload of the namespace than the one behind the
+    /// group that moved (its rollout, a ConfigMap its pods do not read).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub elsewhere: bool,
 }

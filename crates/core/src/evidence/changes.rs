@@ -105,6 +105,14 @@ pub struct ClusterEvent {
     pub last_seen: Option<DateTime<Utc>>,
 }
 
+/// A Deployment's newest revision, from its ReplicaSet's metadata.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceRollout {
+    pub deployment: String,
+    pub revision: Option<u64>,
+    pub at: DateTime<Utc>,
+}
+
 /// When a ConfigMap was last written (its newest `managedFields` time, else
 /// its creation). Its data is never read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +146,10 @@ pub struct ClusterActivity {
     /// The namespace's ConfigMaps (metadata only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub config_maps: Vec<ConfigMapStamp>,
+    /// The newest ReplicaSet of every Deployment in the namespace (metadata
+    /// only): the other workloads' rollouts, to be judged too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub namespace_rollouts: Vec<NamespaceRollout>,
     /// Parts that could not be read, with the reason.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreadable: Vec<String>,

@@ -500,6 +500,12 @@ fn locality_test(change: &Change, scene: &Scene<'_>) -> Test {
                 ))
             }
         }
+        ChangeKind::Rollout | ChangeKind::ConfigMap if change.elsewhere => match scene.workload {
+            Some(workload) => Test::fail(format!(
+                "it is on another workload, not on {workload} behind the group that moved"
+            )),
+            None => Test::unknown("the workload behind the group that moved was not read"),
+        },
         ChangeKind::Rollout | ChangeKind::ConfigMap | ChangeKind::Scaling => {
             match (scene.workload, scene.shared) {
                 (_, true) => Test::fail("every group moved together, not only this workload's"),

@@ -41,6 +41,7 @@ fn change(kind: ChangeKind, minutes: i64, aspects: &[Aspect]) -> Change {
         aspects: aspects.to_vec(),
         offset_seconds: Some((at - breach_start()).num_seconds()),
         most_plausible: false,
+        elsewhere: false,
         lowered: Vec::new(),
     }
 }
