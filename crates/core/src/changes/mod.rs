@@ -572,7 +572,7 @@ fn elsewhere_in_the_namespace(workload: &Workload) -> Vec<Change> {
             })
         })
         .collect();
-    edits.sort_by(|a, b| b.at.cmp(&a.at));
+    edits.sort_by_key(|c| std::cmp::Reverse(c.at));
     edits.truncate(OTHER_CONFIG_MAPS);
     rollouts.chain(edits).collect()
 }
