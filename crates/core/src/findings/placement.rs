@@ -247,15 +247,12 @@ pub fn common_factor(
             None,
         )
     };
+    // Nothing to localise is not a place ruled out: it says nothing either way.
     if bad.is_empty() {
         return Finding {
             evidence,
-            ..Finding::decided(
-                FindingId::CommonFactor,
-                HYPOTHESIS,
-                Verdict::Refuted,
+            ..undecided(
                 "No pod stands out as bad (none evicted, unready, unhealthy or starved of CPU): nothing to localise.".to_owned(),
-                Some("no pod went bad on its own".to_owned()),
             )
         };
     }
