@@ -24,7 +24,7 @@ use chrono::{DateTime, Utc};
 use crate::alarm::facts::{MetricFamily, Statistic};
 use crate::classify::Classification;
 use crate::diagnosis::summary::{TargetGroupSummary, WorkloadSummary};
-use crate::diagnosis::{AlarmFacts, Finding, Verdict};
+use crate::diagnosis::{AlarmFacts, Finding, FindingId, Verdict};
 use crate::evidence::family::LoadBalancerFamily;
 use crate::evidence::{AlbEvidence, GatheredEvidence, Plan, Statistics};
 use alb::AlbAnalysis;
@@ -305,8 +305,32 @@ fn workload_behind_the_culprit(scope: &Scope<'_>, decided: &mut Decided) {
             .iter()
             .map(|i| decided.target_groups[*i].label())
             .collect();
+        let singled_out: Vec<String> = decided
+            .target_groups
+            .iter()
+            .filter(|g| g.culprit)
+            .map(|g| g.label())
+            .collect();
         for group in &mut decided.target_groups {
             group.culprit = false;
+        }
+        // The breakdown's "one group is slow while the others stay normal" no longer holds.
+        if let Some(shared) = decided
+            .findings
+            .iter_mut()
+            .find(|f| f.id == FindingId::SharedLoadBalancerProblem)
+        {
+            shared.cause = None;
+            shared.ruled_out_by = Some(format!(
+                "shared load balancer: only {} and {} moved, their bad pods on one node",
+                singled_out.join(", "),
+                names.join(", ")
+            ));
+            shared.summary = format!(
+                "{} and {} moved, not every group: the load balancer they share is not the problem; their bad pods share a node (see placement.common_factor).",
+                singled_out.join(", "),
+                names.join(", ")
+            );
         }
         decided.notes.push(format!(
             "{} also moved and has pods on the same node: no one group is to blame",

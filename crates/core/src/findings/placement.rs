@@ -195,6 +195,31 @@ fn node_trouble(node: &NodeState) -> Option<(String, Option<DateTime<Utc>>)> {
     ))
 }
 
+/// A pod's owner from its name: less the ReplicaSet's hash and the pod's
+/// suffix (`web-7d9f5c8b46-x2x9k`), or the suffix alone (a DaemonSet's or a
+/// Job's `aws-node-x7k2q`).
+fn owner_of(pod: &str) -> &str {
+    let generated = |part: &str, lengths: std::ops::RangeInclusive<usize>| {
+        lengths.contains(&part.len())
+            && part
+                .chars()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+    };
+    let mut name = pod;
+    if let Some((rest, suffix)) = name.rsplit_once('-')
+        && generated(suffix, 5..=5)
+    {
+        name = rest;
+        if let Some((rest, hash)) = name.rsplit_once('-')
+            && generated(hash, 8..=10)
+            && hash.chars().any(|c| c.is_ascii_digit())
+        {
+            name = rest;
+        }
+    }
+    name
+}
+
 /// Other workloads with pods on the node, by namespace/owner.
 fn sharing(node: &NodeState) -> Vec<String> {
     let mut owners: Vec<String> = node
@@ -202,12 +227,7 @@ fn sharing(node: &NodeState) -> Vec<String> {
         .iter()
         .filter(|n| n.phase == "Running")
         .map(|n| {
-            let owner = n
-                .name
-                .rsplitn(3, '-')
-                .last()
-                .filter(|_| n.name.matches('-').count() >= 2)
-                .unwrap_or(&n.name);
+            let owner = owner_of(&n.name);
             format!("{}/{owner}", n.namespace)
         })
         .collect();
@@ -264,7 +284,7 @@ pub fn common_factor(
                 HYPOTHESIS,
                 Verdict::Refuted,
                 format!(
-                    "All {} pods went bad alike: what they share is the service itself, not a node or a zone.",
+                    "All {} pods went bad alike, wherever they run: no node or zone sets them apart.",
                     bad.len()
                 ),
                 Some("every pod went bad, wherever it runs".to_owned()),
@@ -281,12 +301,23 @@ pub fn common_factor(
             ))
         };
     };
-    let counts = format!("{} of {} pods", bad.len(), bad.len() + good.len());
+    // "The 2 of 6 pods that went bad all run" / "The one pod of 3 that went bad runs".
+    let total = bad.len() + good.len();
+    let (counts, all, run, are) = if bad.len() == 1 {
+        (format!("one pod of {total}"), "", "runs", "is")
+    } else {
+        (
+            format!("{} of {total} pods", bad.len()),
+            " all",
+            "run",
+            "are all",
+        )
+    };
     match attribute {
         Attribute::Revision => Finding {
             evidence,
             ..undecided(format!(
-                "The {counts} that went bad are all of ReplicaSet {value} and none of the others: the revision, not the place, sets them apart."
+                "The {counts} that went bad {are} of ReplicaSet {value} and none of the others: the revision, not the place, sets them apart."
             ))
         },
         Attribute::Zone => Finding {
@@ -296,7 +327,7 @@ pub fn common_factor(
                 HYPOTHESIS,
                 Verdict::Supported,
                 format!(
-                    "The {counts} that went bad are all in zone {value}, and every pod elsewhere is fine: something in {value} (its network path, a zonal dependency, its nodes) is at fault, not the service."
+                    "The {counts} that went bad {are} in zone {value}, and every pod elsewhere is fine: something in {value} (its network path, a zonal dependency, its nodes) is at fault, not the service."
                 ),
                 Some(format!(
                     "zone {value}: every bad pod is there, none elsewhere"
@@ -340,7 +371,7 @@ pub fn common_factor(
                             HYPOTHESIS,
                             Verdict::Supported,
                             format!(
-                                "The {counts} that went bad all run on node {value}, and none of the fine ones do: {what}{when}.{also}"
+                                "The {counts} that went bad{all} {run} on node {value}, and none of the fine ones do: {what}{when}.{also}"
                             ),
                             Some(format!("node {value}: {what}")),
                         )
@@ -349,7 +380,7 @@ pub fn common_factor(
                 None => Finding {
                     evidence,
                     ..undecided(format!(
-                        "The {counts} that went bad all run on node {value}, but the node shows no trouble (no pressure, Ready, CPU to spare).{also}"
+                        "The {counts} that went bad{all} {run} on node {value}, but the node shows no trouble (no pressure, Ready, CPU to spare).{also}"
                     ))
                 },
             }
@@ -359,6 +390,23 @@ pub fn common_factor(
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod owners {
+    #[test]
+    fn a_pods_owner_is_its_name_less_what_the_controllers_generated() {
+        assert_eq!(
+            super::owner_of("catalog-api-7d9f5c8b46-x2x9k"),
+            "catalog-api"
+        );
+        assert_eq!(super::owner_of("aws-node-x7k2q"), "aws-node");
+        assert_eq!(
+            super::owner_of("product-feed-backfill-x7k2q"),
+            "product-feed-backfill"
+        );
+        assert_eq!(super::owner_of("redis-0"), "redis-0");
+    }
+}
 
 /// The other target groups that moved too and whose pods share the node
 /// found: then the node, not one service, is where the breach comes from.
