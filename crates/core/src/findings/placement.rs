@@ -388,26 +388,6 @@ pub fn common_factor(
     }
 }
 
-#[cfg(test)]
-mod tests;
-
-#[cfg(test)]
-mod owners {
-    #[test]
-    fn a_pods_owner_is_its_name_less_what_the_controllers_generated() {
-        assert_eq!(
-            super::owner_of("catalog-api-7d9f5c8b46-x2x9k"),
-            "catalog-api"
-        );
-        assert_eq!(super::owner_of("aws-node-x7k2q"), "aws-node");
-        assert_eq!(
-            super::owner_of("product-feed-backfill-x7k2q"),
-            "product-feed-backfill"
-        );
-        assert_eq!(super::owner_of("redis-0"), "redis-0");
-    }
-}
-
 /// The other target groups that moved too and whose pods share the node
 /// found: then the node, not one service, is where the breach comes from.
 pub fn groups_sharing_the_node(
@@ -443,3 +423,23 @@ pub fn groups_sharing_the_node(
 
 /// A group moved when its metric during the breach is this many times its usual.
 const MOVED: f64 = 1.5;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(test)]
+mod owners {
+    #[test]
+    fn a_pods_owner_is_its_name_less_what_the_controllers_generated() {
+        assert_eq!(
+            super::owner_of("catalog-api-7d9f5c8b46-x2x9k"),
+            "catalog-api"
+        );
+        assert_eq!(super::owner_of("aws-node-x7k2q"), "aws-node");
+        assert_eq!(
+            super::owner_of("product-feed-backfill-x7k2q"),
+            "product-feed-backfill"
+        );
+        assert_eq!(super::owner_of("redis-0"), "redis-0");
+    }
+}
