@@ -145,13 +145,8 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
                     .then(|| g.target_errors.points.iter().map(|(_, v)| v).sum()),
                 users: user_impact(g, &periods, per_minute),
                 unhealthy_hosts_peak: g.unhealthy_hosts.max(),
-                targets_turned_over: per_load_balancer_only
-                    .then(|| turnover(g, &periods))
-                    .filter(|t| *t > 0.0),
-                resets_flows_after_seconds: match g.deregistration {
-                    Some((delay, Some(true))) => Some(delay.unwrap_or(300)),
-                    _ => None,
-                },
+                targets_turned_over: None,
+                resets_flows_after_seconds: None,
                 targets_healthy: healthy,
                 targets_not_healthy: not_healthy,
                 unhealthy_targets,
@@ -164,6 +159,7 @@ pub fn analyse(alb: &AlbEvidence, breach: &[DateTime<Utc>], shape: AlarmShape<'_
         })
         .collect();
 
+    note_rotation(&mut summaries, alb, &periods, per_load_balancer_only);
     match &attribution {
         Some(found) => {
             let shares = found.shares();
@@ -299,6 +295,25 @@ fn breach_weights(
                 }
         })
         .collect()
+}
+
+/// Each group's target turnover (for a metric published per load balancer
+/// only) and whether leaving targets' flows are reset when their delay ends.
+fn note_rotation(
+    summaries: &mut [TargetGroupSummary],
+    alb: &AlbEvidence,
+    periods: &[DateTime<Utc>],
+    per_load_balancer_only: bool,
+) {
+    for (summary, g) in summaries.iter_mut().zip(&alb.groups) {
+        summary.targets_turned_over = per_load_balancer_only
+            .then(|| turnover(g, periods))
+            .filter(|t| *t > 0.0);
+        summary.resets_flows_after_seconds = match g.deregistration {
+            Some((delay, Some(true))) => Some(delay.unwrap_or(300)),
+            _ => None,
+        };
+    }
 }
 
 /// How far back from a breaching period a target that joined or left still
