@@ -9,8 +9,8 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 
 use super::connection::Cluster;
-use super::timestamps::time_of;
-use crate::evidence::workload::{Condition, NeighbourPod, NodeState, PodInfo, bytes, cpu_cores};
+use super::timestamps::{condition, time_of};
+use crate::evidence::workload::{NeighbourPod, NodeState, PodInfo, bytes, cpu_cores};
 
 /// Nodes read per diagnosis, the busiest with the workload's pods first.
 pub const MAX_NODES: usize = 8;
@@ -180,12 +180,14 @@ pub(super) fn node_state(node: &Node) -> NodeState {
                     c.status == "True"
                 }
             })
-            .map(|c| Condition {
-                kind: c.type_.clone(),
-                status: c.status.clone(),
-                reason: c.reason.clone(),
-                message: c.message.clone(),
-                since: time_of(c.last_transition_time.as_ref()),
+            .map(|c| {
+                condition(
+                    &c.type_,
+                    &c.status,
+                    c.reason.as_ref(),
+                    c.message.as_ref(),
+                    c.last_transition_time.as_ref(),
+                )
             })
             .collect(),
         taints: node

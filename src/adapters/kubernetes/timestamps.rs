@@ -69,6 +69,24 @@ pub(super) fn replicas_edit(
         .max_by_key(|e| e.at)
 }
 
+/// A condition as its controller wrote it (HPA, Deployment, Node share the
+/// shape, not the type).
+pub(super) fn condition(
+    kind: &str,
+    status: &str,
+    reason: Option<&String>,
+    message: Option<&String>,
+    since: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>,
+) -> crate::evidence::workload::Condition {
+    crate::evidence::workload::Condition {
+        kind: kind.to_owned(),
+        status: status.to_owned(),
+        reason: reason.cloned(),
+        message: message.cloned(),
+        since: time_of(since),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

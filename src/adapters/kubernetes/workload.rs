@@ -13,13 +13,13 @@ use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams, Object
 use serde_json::Value;
 
 use super::connection::{Cluster, gap};
-use super::timestamps::time_of;
+use super::timestamps::{condition, time_of};
 use crate::error::Result;
 use crate::evidence::service_map::{MappingSource, ServiceRef};
 use crate::evidence::workload::{
-    Condition, ContainerInfo, DeploymentInfo, HpaInfo, NodeCapacity, NodeProvisioning, PodInfo,
-    PodLifecycle, PodUsage, PodWarning, PodsListed, TargetGroupBindings, Termination, Workload,
-    WorkloadTarget, bytes, cpu_cores,
+    ContainerInfo, DeploymentInfo, HpaInfo, NodeCapacity, NodeProvisioning, PodInfo, PodLifecycle,
+    PodUsage, PodWarning, PodsListed, TargetGroupBindings, Termination, Workload, WorkloadTarget,
+    bytes, cpu_cores,
 };
 
 /// Parts of the walk that could not be read, and why.
@@ -84,7 +84,6 @@ pub async fn walk(
     attach_warnings(cluster, warnings, &mut pods, &mut partial);
 
     // The placement does not wait for the Deployment and HPA reads.
-    let running: Vec<PodInfo> = pods.clone();
     let owners = async {
         let mut partial = Partial::new();
         let deployment = deployment(cluster, &ns, sets, &pods, &mut partial).await;
@@ -92,7 +91,7 @@ pub async fn walk(
         (deployment, hpa, partial)
     };
     let ((deployment, hpa, owners_partial), (placement, placement_partial)) =
-        tokio::join!(owners, super::placement::read(cluster, &running));
+        tokio::join!(owners, super::placement::read(cluster, &pods));
     partial.extend(owners_partial);
     partial.extend(placement_partial);
     let activity = super::changes::activity(
@@ -280,12 +279,14 @@ async fn deployment(
                     .and_then(|s| s.conditions.as_ref())
                     .into_iter()
                     .flatten()
-                    .map(|c| Condition {
-                        kind: c.type_.clone(),
-                        status: c.status.clone(),
-                        reason: c.reason.clone(),
-                        message: c.message.clone(),
-                        since: time_of(c.last_transition_time.as_ref()),
+                    .map(|c| {
+                        condition(
+                            &c.type_,
+                            &c.status,
+                            c.reason.as_ref(),
+                            c.message.as_ref(),
+                            c.last_transition_time.as_ref(),
+                        )
                     })
                     .collect(),
                 paused: spec.and_then(|s| s.paused).unwrap_or(false),
@@ -621,12 +622,14 @@ fn hpa_from_v2(h: &hpa_v2::HorizontalPodAutoscaler) -> HpaInfo {
             .and_then(|s| s.conditions.as_ref())
             .into_iter()
             .flatten()
-            .map(|c| Condition {
-                kind: c.type_.clone(),
-                status: c.status.clone(),
-                reason: c.reason.clone(),
-                message: c.message.clone(),
-                since: time_of(c.last_transition_time.as_ref()),
+            .map(|c| {
+                condition(
+                    &c.type_,
+                    &c.status,
+                    c.reason.as_ref(),
+                    c.message.as_ref(),
+                    c.last_transition_time.as_ref(),
+                )
             })
             .collect(),
     }

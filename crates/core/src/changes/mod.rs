@@ -539,13 +539,7 @@ fn elsewhere_in_the_namespace(workload: &Workload) -> Vec<Change> {
                 vec![Aspect::Code],
             )
         });
-    let read: Vec<&String> = workload
-        .deployment
-        .as_ref()
-        .and_then(|d| d.revisions.first())
-        .and_then(|r| r.template.as_ref())
-        .map(|t| t.config_maps.iter().collect())
-        .unwrap_or_default();
+    let read = config_maps_read(workload);
     let mut edits: Vec<Change> = workload
         .activity
         .config_maps
@@ -577,15 +571,20 @@ fn elsewhere_in_the_namespace(workload: &Workload) -> Vec<Change> {
     rollouts.chain(edits).collect()
 }
 
-/// ConfigMaps the current pod template reads that were written in the window.
-fn config_maps(workload: &Workload) -> Vec<Change> {
-    let read: Vec<&String> = workload
+/// The ConfigMaps the current pod template reads.
+fn config_maps_read(workload: &Workload) -> Vec<&String> {
+    workload
         .deployment
         .as_ref()
         .and_then(|d| d.revisions.first())
         .and_then(|r| r.template.as_ref())
         .map(|t| t.config_maps.iter().collect())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+/// ConfigMaps the current pod template reads that were written in the window.
+fn config_maps(workload: &Workload) -> Vec<Change> {
+    let read = config_maps_read(workload);
     workload
         .activity
         .config_maps
