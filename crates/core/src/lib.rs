@@ -22,6 +22,7 @@ pub mod fixtures;
 pub mod history;
 pub mod instants;
 pub mod intake;
+pub mod logs;
 pub mod next_steps;
 pub mod render;
 pub mod series;

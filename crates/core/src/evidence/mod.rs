@@ -5,6 +5,7 @@
 
 pub mod changes;
 pub mod family;
+pub mod logs;
 pub mod model;
 pub mod service_map;
 pub mod workload;
@@ -133,6 +134,8 @@ pub struct GatheredEvidence {
     pub pod_series: Option<workload::PodSeries>,
     /// What the audit trail (CloudTrail) says changed on the request path.
     pub trail: Option<changes::TrailEvidence>,
+    /// What the culprit's pods printed (redacted as read).
+    pub logs: Option<logs::LogEvidence>,
     pub gaps: Vec<EvidenceGap>,
     pub timings: Timings,
 }

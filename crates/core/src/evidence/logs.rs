@@ -1,0 +1,331 @@
+//! What the pods printed: which containers to read, within which bounds, and
+//! the lines that came back, already redacted at the edge.
+//!
+//! Logs are read as soon as the pods are listed, alongside their series, so
+//! the pods are chosen from the listing alone (no extra round trip): the ones
+//! in trouble (not ready, restarted, waiting), the newest ReplicaSet's, and
+//! one ordinary pod for contrast. Each container is read twice at once, from
+//! the start of the baseline and from shortly before the breach, each half of
+//! its byte budget: a chatty pod then still shows both what it printed
+//! before and what it prints now, and counts are compared per minute of the
+//! span each read covered.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::workload::PodInfo;
+
+/// At most this many bytes read from one container (both reads together).
+pub const BYTES_PER_CONTAINER: usize = 256 * 1024;
+/// At most this many bytes read in all, across every container and source.
+pub const BYTES_IN_ALL: usize = 1024 * 1024;
+/// Containers read at most: the worst few, and one ordinary pod.
+pub const MAX_PODS: usize = 4;
+/// The recent read starts this long before the alarm's first breaching period.
+pub const RECENT_MARGIN: Duration = Duration::minutes(20);
+
+/// One container whose log to read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogRequest {
+    pub pod: String,
+    pub container: String,
+    /// The previous (terminated) instance of a container that restarted.
+    pub previous: bool,
+    /// Why this pod was chosen: `restarted`, `not ready`, `newest ReplicaSet`, `contrast`.
+    pub why: String,
+}
+
+/// Which containers to read and how many bytes each read may bring.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogPlan {
+    pub requests: Vec<LogRequest>,
+    /// Bytes one read may bring (a container is read twice: from the
+    /// baseline's start and from shortly before the breach).
+    pub bytes_per_read: usize,
+}
+
+impl LogPlan {
+    /// The containers to read among `pods`: those in trouble first (not
+    /// ready, restarted, waiting), then the newest ReplicaSet's, then one
+    /// ordinary pod of another ReplicaSet (or the oldest) for contrast; the
+    /// previous instance of each chosen container that restarted too.
+    pub fn for_pods(pods: &[PodInfo]) -> Self {
+        let newest_set = pods
+            .iter()
+            .filter(|p| p.owner_replica_set.is_some())
+            .max_by_key(|p| p.created)
+            .and_then(|p| p.owner_replica_set.clone());
+        let trouble = |p: &PodInfo| {
+            !p.ready || p.restarts > 0 || p.lifecycle.waiting_reason.is_some() || p.phase != "Running"
+        };
+        let mut ranked: Vec<(&PodInfo, &str)> = Vec::new();
+        for pod in pods.iter().filter(|p| trouble(p)) {
+            ranked.push((pod, if pod.restarts > 0 { "restarted" } else { "not ready" }));
+        }
+        let several_sets = pods
+            .iter()
+            .any(|p| p.owner_replica_set.is_some() && p.owner_replica_set != newest_set);
+        if several_sets {
+            for pod in pods
+                .iter()
+                .filter(|p| p.owner_replica_set == newest_set && !trouble(p))
+            {
+                ranked.push((pod, "newest ReplicaSet"));
+            }
+        }
+        ranked.truncate(MAX_PODS - 1);
+        // Contrast: an ordinary pod the ranking did not take, preferably of
+        // another ReplicaSet than the worst pod's.
+        let worst_set = ranked.first().and_then(|(p, _)| p.owner_replica_set.clone());
+        let taken = |p: &PodInfo, ranked: &[(&PodInfo, &str)]| ranked.iter().any(|(r, _)| r.name == p.name);
+        let mut ordinary: Vec<&PodInfo> = pods
+            .iter()
+            .filter(|p| !trouble(p) && !taken(p, &ranked))
+            .collect();
+        ordinary.sort_by_key(|p| (p.owner_replica_set == worst_set && worst_set.is_some(), p.created));
+        if let Some(pod) = ordinary.first() {
+            ranked.push((pod, "contrast"));
+        }
+        // Nothing stands out: a few pods as they come.
+        for pod in pods {
+            if ranked.len() >= MAX_PODS.min(pods.len()) {
+                break;
+            }
+            if !taken(pod, &ranked) {
+                ranked.push((pod, "sample"));
+            }
+        }
+        let mut requests = Vec::new();
+        for (pod, why) in ranked {
+            let Some(main) = pod.containers.first() else {
+                continue;
+            };
+            requests.push(LogRequest {
+                pod: pod.name.clone(),
+                container: main.name.clone(),
+                previous: false,
+                why: why.to_owned(),
+            });
+            if let Some(ended) = &pod.lifecycle.last_termination {
+                requests.push(LogRequest {
+                    pod: pod.name.clone(),
+                    container: ended.container.clone(),
+                    previous: true,
+                    why: format!("{why}, previous instance ({})", ended.reason),
+                });
+            } else if pod.restarts > 0 {
+                requests.push(LogRequest {
+                    pod: pod.name.clone(),
+                    container: main.name.clone(),
+                    previous: true,
+                    why: format!("{why}, previous instance"),
+                });
+            }
+        }
+        let reads = (requests.len() * 2).max(1);
+        LogPlan {
+            bytes_per_read: (BYTES_PER_CONTAINER / 2).min(BYTES_IN_ALL / reads),
+            requests,
+        }
+    }
+}
+
+/// Where lines came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogOrigin {
+    /// The Kubernetes API's `pods/log`.
+    PodLog,
+    /// CloudWatch Logs Insights over the log group the cluster ships to.
+    LogsInsights,
+}
+
+/// One line a container printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogLine {
+    pub at: DateTime<Utc>,
+    pub text: String,
+}
+
+/// What one container's log gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ContainerLog {
+    pub pod: String,
+    pub container: String,
+    pub previous: bool,
+    pub origin: LogOrigin,
+    /// Oldest first; redacted.
+    pub lines: Vec<LogLine>,
+    /// The spans the reads covered, `[from, to]` each: counts are compared
+    /// per minute of these, so a read cut short by its byte bound still
+    /// gives a rate.
+    pub covered: Vec<(DateTime<Utc>, DateTime<Utc>)>,
+    /// A read stopped at its byte or row bound.
+    pub truncated: bool,
+    pub bytes: usize,
+}
+
+impl ContainerLog {
+    /// Minutes of `[from, to)` the reads covered.
+    pub fn minutes_covered(&self, from: DateTime<Utc>, to: DateTime<Utc>) -> f64 {
+        let mut spans: Vec<(DateTime<Utc>, DateTime<Utc>)> = self
+            .covered
+            .iter()
+            .map(|(a, b)| ((*a).max(from), (*b).min(to)))
+            .filter(|(a, b)| a < b)
+            .collect();
+        spans.sort();
+        let mut total = 0.0;
+        let mut reached: Option<DateTime<Utc>> = None;
+        for (a, b) in spans {
+            let start = reached.map_or(a, |r| r.max(a));
+            if b > start {
+                total += (b - start).num_milliseconds() as f64 / 60_000.0;
+            }
+            reached = Some(reached.map_or(b, |r| r.max(b)));
+        }
+        total
+    }
+}
+
+/// Everything read from the logs for one diagnosis.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct LogEvidence {
+    pub namespace: String,
+    pub containers: Vec<ContainerLog>,
+    /// The containers that were asked for and why (a pod whose read failed stays listed).
+    pub requested: Vec<LogRequest>,
+}
+
+/// Parses what `pods/log?timestamps=true` returns: each line prefixed by its
+/// RFC 3339 timestamp and a space. A line without a readable timestamp takes
+/// the previous line's (a continuation); the last line is dropped when the
+/// read was cut at its byte bound (it may be partial).
+pub fn parse_timestamped(body: &str, cut_at_bound: bool) -> Vec<LogLine> {
+    let mut lines = Vec::new();
+    let mut last: Option<DateTime<Utc>> = None;
+    let mut raw: Vec<&str> = body.lines().collect();
+    if cut_at_bound && !body.ends_with('\n') {
+        raw.pop();
+    }
+    for line in raw {
+        let (at, text) = match line.split_once(' ') {
+            Some((stamp, rest)) => match DateTime::parse_from_rfc3339(stamp) {
+                Ok(at) => (Some(at.with_timezone(&Utc)), rest),
+                Err(_) => (None, line),
+            },
+            None => match DateTime::parse_from_rfc3339(line) {
+                Ok(at) => (Some(at.with_timezone(&Utc)), ""),
+                Err(_) => (None, line),
+            },
+        };
+        let Some(at) = at.or(last) else {
+            continue;
+        };
+        last = Some(at);
+        lines.push(LogLine {
+            at,
+            text: text.to_owned(),
+        });
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::workload::{ContainerInfo, PodLifecycle, Termination};
+
+    fn pod(name: &str, set: &str, minutes_old: i64, restarts: u32) -> PodInfo {
+        PodInfo {
+            name: name.into(),
+            phase: "Running".into(),
+            node: None,
+            ready: true,
+            restarts,
+            owner_replica_set: Some(set.into()),
+            created: Some(DateTime::<Utc>::UNIX_EPOCH + Duration::hours(10) - Duration::minutes(minutes_old)),
+            ip: None,
+            reason: None,
+            containers: vec![ContainerInfo {
+                name: "app".into(),
+                cpu_request: None,
+                cpu_limit: None,
+                memory_limit: None,
+                readiness_probe: true,
+                liveness_probe: true,
+                args: vec![],
+            }],
+            scheduling_messages: vec![],
+            lifecycle: PodLifecycle::default(),
+        }
+    }
+
+    #[test]
+    fn a_restarted_pod_is_read_first_with_its_previous_instance_and_an_ordinary_pod_for_contrast() {
+        let mut hot = pod("web-a-1", "web-a", 100, 3);
+        hot.lifecycle.last_termination = Some(Termination {
+            container: "app".into(),
+            reason: "OOMKilled".into(),
+            exit_code: 137,
+            finished_at: None,
+        });
+        let pods = vec![pod("web-a-0", "web-a", 100, 0), hot, pod("web-a-2", "web-a", 100, 0)];
+        let plan = LogPlan::for_pods(&pods);
+        let read: Vec<(&str, bool)> = plan.requests.iter().map(|r| (r.pod.as_str(), r.previous)).collect();
+        assert_eq!(read[..3], [("web-a-1", false), ("web-a-1", true), ("web-a-0", false)]);
+        assert!(plan.bytes_per_read * plan.requests.len() * 2 <= BYTES_IN_ALL);
+    }
+
+    #[test]
+    fn after_a_rollout_the_new_pods_are_read_and_an_old_one_for_contrast() {
+        let pods = vec![
+            pod("web-old-1", "web-old", 300, 0),
+            pod("web-old-2", "web-old", 300, 0),
+            pod("web-new-1", "web-new", 10, 0),
+            pod("web-new-2", "web-new", 10, 0),
+        ];
+        let plan = LogPlan::for_pods(&pods);
+        let why: Vec<(&str, &str)> = plan.requests.iter().map(|r| (r.pod.as_str(), r.why.as_str())).collect();
+        assert_eq!(why[0], ("web-new-1", "newest ReplicaSet"));
+        assert_eq!(why[1], ("web-new-2", "newest ReplicaSet"));
+        assert_eq!(why[2].1, "contrast");
+        assert!(why[2].0.starts_with("web-old"));
+    }
+
+    #[test]
+    fn never_more_than_a_mebibyte_is_asked_for_in_all() {
+        let pods: Vec<PodInfo> = (0..40).map(|i| pod(&format!("p-{i}"), "s", i, 1)).collect();
+        let plan = LogPlan::for_pods(&pods);
+        assert!(plan.requests.len() <= MAX_PODS * 2);
+        assert!(plan.bytes_per_read * plan.requests.len() * 2 <= BYTES_IN_ALL);
+        assert!(plan.bytes_per_read <= BYTES_PER_CONTAINER / 2);
+    }
+
+    #[test]
+    fn timestamped_lines_parse_and_a_cut_last_line_is_dropped() {
+        let body = "2026-12-04T08:00:00.123456789Z hello 1\n\tat frame\n2026-12-04T08:00:01Z hello 2\n2026-12-04T08:00:02Z hel";
+        let lines = parse_timestamped(body, true);
+        assert_eq!(lines.len(), 3);
+        assert_eq!(lines[1].text, "\tat frame");
+        assert_eq!(lines[1].at, lines[0].at);
+        assert_eq!(parse_timestamped(body, false).len(), 4);
+    }
+
+    #[test]
+    fn coverage_counts_overlapping_reads_once() {
+        let t = |m: i64| DateTime::<Utc>::UNIX_EPOCH + Duration::minutes(m);
+        let log = ContainerLog {
+            pod: "p".into(),
+            container: "c".into(),
+            previous: false,
+            origin: LogOrigin::PodLog,
+            lines: vec![],
+            covered: vec![(t(0), t(30)), (t(20), t(60))],
+            truncated: false,
+            bytes: 0,
+        };
+        assert!((log.minutes_covered(t(0), t(60)) - 60.0).abs() < 1e-9);
+        assert!((log.minutes_covered(t(50), t(100)) - 10.0).abs() < 1e-9);
+    }
+}

@@ -1,0 +1,133 @@
+//! Logs as evidence: the pods' lines turned into templates, counted per pod
+//! before the symptom's onset and since, so that what started with the
+//! breach (a missing column, a refused port, the last words before an
+//! out-of-memory kill) stands out from what was always printed.
+//!
+//! Pure: lines in (already redacted at the edge), a report out.
+
+pub mod patterns;
+pub mod redact;
+pub mod template;
+
+use chrono::{DateTime, Utc};
+use regex::Regex;
+use serde::{Deserialize, Serialize};
+
+use crate::evidence::logs::LogOrigin;
+pub use patterns::analyse;
+pub use redact::Redactor;
+pub use template::{Level, Templater};
+
+/// Example lines are cut to this many characters.
+pub const EXAMPLE_CHARS: usize = 200;
+/// Patterns the report keeps (the details show the first five).
+pub const PATTERNS_KEPT: usize = 10;
+
+/// Compiles one of our own patterns (constants, each exercised by the tests).
+#[allow(clippy::expect_used)]
+pub(crate) fn compiled(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("built-in pattern compiles")
+}
+
+/// How a pattern's rate moved at the onset.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Trend {
+    /// Never printed before the onset, with enough of the before read to say so.
+    New,
+    /// What a container printed before it was killed during the breach.
+    LastWords,
+    /// Printed before, at a much lower rate.
+    Increased,
+    /// About the same rate before and since.
+    Steady,
+    /// Printed less since the onset, or no more.
+    Decreased,
+    /// Too little of the time before the onset was read to compare.
+    Unknown,
+}
+
+impl Trend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Trend::New => "new",
+            Trend::LastWords => "last words before a kill",
+            Trend::Increased => "increased",
+            Trend::Steady => "steady",
+            Trend::Decreased => "decreased",
+            Trend::Unknown => "no before to compare",
+        }
+    }
+
+    /// Started or jumped with the breach.
+    pub fn is_new(self) -> bool {
+        matches!(self, Trend::New | Trend::LastWords | Trend::Increased)
+    }
+}
+
+/// One template, counted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogPattern {
+    pub template: String,
+    pub level: Level,
+    pub trend: Trend,
+    /// Lines before the onset, and since it, over every container read.
+    pub before: u64,
+    pub during: u64,
+    pub before_per_minute: f64,
+    pub during_per_minute: f64,
+    /// The first line since the onset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<DateTime<Utc>>,
+    /// The pods that printed it since the onset.
+    pub pods: Vec<String>,
+    /// One line as printed, redacted and cut to [`EXAMPLE_CHARS`].
+    pub example: String,
+}
+
+/// One container's log as read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ContainerRead {
+    pub pod: String,
+    pub container: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub previous: bool,
+    pub origin: LogOrigin,
+    pub why: String,
+    pub lines: usize,
+    pub bytes: usize,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+}
+
+/// What the logs say, as the diagnosis publishes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LogReport {
+    /// The first screen's line.
+    pub line: String,
+    /// Lines before this instant are "before", the rest "during".
+    pub onset: DateTime<Utc>,
+    /// Minutes of log read before the onset and since, over every container.
+    pub minutes_before: f64,
+    pub minutes_during: f64,
+    pub read: Vec<ContainerRead>,
+    /// New and sharply increased first, errors before the rest.
+    pub patterns: Vec<LogPattern>,
+}
+
+impl LogReport {
+    /// The pattern the first screen names: the first new error.
+    pub fn new_error(&self) -> Option<&LogPattern> {
+        self.patterns
+            .iter()
+            .find(|p| p.trend.is_new() && p.level == Level::Error)
+    }
+
+    /// Pods read (each once, whatever the number of containers and instances).
+    pub fn pods_read(&self) -> usize {
+        let mut pods: Vec<&str> = self.read.iter().map(|r| r.pod.as_str()).collect();
+        pods.sort_unstable();
+        pods.dedup();
+        pods.len()
+    }
+}

@@ -1,0 +1,406 @@
+//! Counting templates per pod before the onset and since, and ranking them:
+//! what started or jumped with the breach first, errors before the rest.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Duration, Utc};
+
+use super::{
+    ContainerRead, EXAMPLE_CHARS, Level, LogPattern, LogReport, PATTERNS_KEPT, Redactor,
+    Templater, Trend,
+};
+use crate::evidence::logs::LogEvidence;
+
+/// Fewer minutes of log before the onset than this, over every container
+/// read, and nothing can be called new.
+pub const MIN_MINUTES_BEFORE: f64 = 5.0;
+/// A pattern counts as jumped when its rate since the onset is this many
+/// times its rate before.
+const JUMP: f64 = 5.0;
+/// Fewest lines since the onset for a pattern to be new or jumped.
+const MIN_LINES: u64 = 3;
+
+#[derive(Debug, Default)]
+struct Tally {
+    level: Option<Level>,
+    before: u64,
+    during: u64,
+    since: Option<DateTime<Utc>>,
+    pods: BTreeSet<String>,
+    example: Option<String>,
+    /// Printed by a previous instance in its last minute before it ended during the breach.
+    last_words: bool,
+}
+
+/// The report on what the containers in `evidence` printed, split at `onset`.
+pub fn analyse(
+    evidence: &LogEvidence,
+    onset: DateTime<Utc>,
+    now: DateTime<Utc>,
+    redactor: &Redactor,
+) -> LogReport {
+    let templater = Templater::default();
+    let mut tallies: BTreeMap<String, Tally> = BTreeMap::new();
+    let (mut minutes_before, mut minutes_during) = (0.0, 0.0);
+    for log in &evidence.containers {
+        minutes_before += log.minutes_covered(DateTime::<Utc>::MIN_UTC, onset);
+        minutes_during += log.minutes_covered(onset, now);
+        let last_line = log.lines.last().map(|l| l.at);
+        let mut head: Option<String> = None;
+        for line in &log.lines {
+            if head.is_some() && templater.continues(&line.text) {
+                continue; // a stack frame: counted with its first line
+            }
+            let text = redactor.redact(&line.text);
+            let template = templater.template(&text, Some(&log.pod));
+            if template.is_empty() {
+                head = None;
+                continue;
+            }
+            let tally = tallies.entry(template.clone()).or_default();
+            tally.level = tally.level.max(Some(templater.level(&text)));
+            let during = line.at >= onset;
+            if during {
+                tally.during += 1;
+                tally.pods.insert(log.pod.clone());
+                tally.since = Some(tally.since.map_or(line.at, |s| s.min(line.at)));
+                // The first example printed since the onset is the one shown.
+                if tally.example.as_ref().is_none_or(|_| tally.during == 1) {
+                    tally.example = Some(example(&text));
+                }
+                if log.previous && last_line.is_some_and(|end| end - line.at <= Duration::minutes(1)) {
+                    tally.last_words = true;
+                }
+            } else {
+                tally.before += 1;
+                if tally.example.is_none() {
+                    tally.example = Some(example(&text));
+                }
+            }
+            head = Some(template);
+        }
+    }
+    let mut patterns: Vec<LogPattern> = tallies
+        .into_iter()
+        .map(|(template, t)| {
+            let before_per_minute = rate(t.before, minutes_before);
+            let during_per_minute = rate(t.during, minutes_during);
+            let trend = trend_of(&t, minutes_before, before_per_minute, during_per_minute);
+            LogPattern {
+                template,
+                level: t.level.unwrap_or(Level::Info),
+                trend,
+                before: t.before,
+                during: t.during,
+                before_per_minute,
+                during_per_minute,
+                since: t.since,
+                pods: t.pods.into_iter().collect(),
+                example: t.example.unwrap_or_default(),
+            }
+        })
+        .collect();
+    patterns.sort_by(|a, b| {
+        rank(a)
+            .cmp(&rank(b))
+            .then(b.during.cmp(&a.during))
+            .then(b.before.cmp(&a.before))
+            .then(a.template.cmp(&b.template))
+    });
+    patterns.truncate(PATTERNS_KEPT);
+    let read = evidence
+        .containers
+        .iter()
+        .map(|c| ContainerRead {
+            pod: c.pod.clone(),
+            container: c.container.clone(),
+            previous: c.previous,
+            origin: c.origin,
+            why: evidence
+                .requested
+                .iter()
+                .find(|r| r.pod == c.pod && r.previous == c.previous)
+                .map(|r| r.why.clone())
+                .unwrap_or_default(),
+            lines: c.lines.len(),
+            bytes: c.bytes,
+            truncated: c.truncated,
+        })
+        .collect();
+    let mut report = LogReport {
+        line: String::new(),
+        onset,
+        minutes_before,
+        minutes_during,
+        read,
+        patterns,
+    };
+    report.line = first_screen_line(&report);
+    report
+}
+
+fn rate(count: u64, minutes: f64) -> f64 {
+    if minutes <= 0.0 {
+        0.0
+    } else {
+        (count as f64 / minutes * 100.0).round() / 100.0
+    }
+}
+
+fn trend_of(t: &Tally, minutes_before: f64, before_rate: f64, during_rate: f64) -> Trend {
+    if t.last_words && t.level == Some(Level::Error) && t.before == 0 {
+        return Trend::LastWords;
+    }
+    if minutes_before < MIN_MINUTES_BEFORE {
+        return Trend::Unknown;
+    }
+    if t.before == 0 && t.during >= MIN_LINES {
+        Trend::New
+    } else if t.during >= MIN_LINES && during_rate >= before_rate * JUMP && during_rate - before_rate >= 0.5 {
+        Trend::Increased
+    } else if t.during == 0 || during_rate < before_rate / 2.0 {
+        Trend::Decreased
+    } else {
+        Trend::Steady
+    }
+}
+
+/// New before the rest, errors before warnings before the rest.
+fn rank(p: &LogPattern) -> (u8, std::cmp::Reverse<Level>) {
+    let trend = match p.trend {
+        Trend::New | Trend::LastWords => 0,
+        Trend::Increased => 1,
+        _ => 2,
+    };
+    (trend, std::cmp::Reverse(p.level))
+}
+
+/// One line as the report quotes it: redacted (the caller has), one line, cut.
+fn example(text: &str) -> String {
+    let one_line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let trimmed = one_line.trim();
+    if trimmed.chars().count() <= EXAMPLE_CHARS {
+        return trimmed.to_owned();
+    }
+    let mut cut: String = trimmed.chars().take(EXAMPLE_CHARS - 1).collect();
+    cut.push('…');
+    cut
+}
+
+/// `1,240`.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A template as the first screen quotes it, at most 90 characters.
+pub fn quoted(template: &str) -> String {
+    let short: String = if template.chars().count() > 90 {
+        let mut s: String = template.chars().take(89).collect();
+        s.push('…');
+        s
+    } else {
+        template.to_owned()
+    };
+    format!("`{short}`")
+}
+
+/// `Logs: 1,240 × `...` since 14:21 on 3 of 4 pods read, new`, or what was read and found old.
+fn first_screen_line(report: &LogReport) -> String {
+    let pods = report.pods_read();
+    let of_pods = |n: usize| format!("{n} of {pods} pod{} read", if pods == 1 { "" } else { "s" });
+    if let Some(p) = report.new_error() {
+        let since = p
+            .since
+            .map(|s| format!(" since {}", s.format("%H:%M")))
+            .unwrap_or_default();
+        let how = match p.trend {
+            Trend::Increased => format!(", up from {}/min to {}/min", p.before_per_minute, p.during_per_minute),
+            trend => format!(", {}", trend.as_str()),
+        };
+        return format!(
+            "Logs: {} × {}{since} on {}{how}",
+            thousands(p.during),
+            quoted(&p.template),
+            of_pods(p.pods.len()),
+        );
+    }
+    let lines: usize = report.read.iter().map(|r| r.lines).sum();
+    if lines == 0 {
+        return format!("Logs: {} container log{} read, no lines", report.read.len(), if report.read.len() == 1 { "" } else { "s" });
+    }
+    if report.minutes_before < MIN_MINUTES_BEFORE {
+        return format!(
+            "Logs: {} lines from {pods} pod{}, too little from before the onset to tell new from old",
+            thousands(lines as u64),
+            if pods == 1 { "" } else { "s" }
+        );
+    }
+    let loudest = report
+        .patterns
+        .iter()
+        .filter(|p| p.level >= Level::Warning && p.before > 0)
+        .max_by_key(|p| p.before + p.during);
+    match loudest {
+        Some(p) => format!(
+            "Logs: nothing new in {pods} pod{}'s logs since the onset; the loudest, {}, was there before ({} before, {} since)",
+            if pods == 1 { "" } else { "s" },
+            quoted(&p.template),
+            thousands(p.before),
+            thousands(p.during)
+        ),
+        None => format!(
+            "Logs: nothing new in {pods} pod{}'s logs since the onset",
+            if pods == 1 { "" } else { "s" }
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::evidence::logs::{ContainerLog, LogLine, LogOrigin};
+
+    fn at(minute: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + Duration::hours(10) + Duration::minutes(minute)
+    }
+
+    /// A container printing `lines` (minute, text), read over `[from, to]`.
+    fn container(pod: &str, previous: bool, from: i64, to: i64, lines: &[(i64, &str)]) -> ContainerLog {
+        ContainerLog {
+            pod: pod.into(),
+            container: "app".into(),
+            previous,
+            origin: LogOrigin::PodLog,
+            lines: lines
+                .iter()
+                .map(|(m, t)| LogLine {
+                    at: at(*m),
+                    text: (*t).to_owned(),
+                })
+                .collect(),
+            covered: vec![(at(from), at(to))],
+            truncated: false,
+            bytes: 0,
+        }
+    }
+
+    fn every_minute(from: i64, to: i64, text: &str) -> Vec<(i64, String)> {
+        (from..to).map(|m| (m, text.replace("{m}", &m.to_string()))).collect()
+    }
+
+    fn evidence(containers: Vec<ContainerLog>) -> LogEvidence {
+        LogEvidence {
+            namespace: "shop".into(),
+            containers,
+            requested: vec![],
+        }
+    }
+
+    fn borrowed(lines: &[(i64, String)]) -> Vec<(i64, &str)> {
+        lines.iter().map(|(m, t)| (*m, t.as_str())).collect()
+    }
+
+    #[test]
+    fn an_error_that_started_at_the_onset_is_new_and_named_on_the_first_screen() {
+        let mut lines = every_minute(-60, 0, "INFO GET /orders/{m} 200");
+        lines.extend(every_minute(-10, 0, "ERROR column \"invoices.currency\" does not exist (order {m})"));
+        lines.sort();
+        let report = analyse(
+            &evidence(vec![container("web-1", false, -60, 0, &borrowed(&lines))]),
+            at(-10),
+            at(0),
+            &Redactor::default(),
+        );
+        let top = &report.patterns[0];
+        assert_eq!(top.trend, Trend::New);
+        assert_eq!(top.during, 10);
+        assert!(report.line.starts_with("Logs: 10 × `ERROR column \"<str>\" does not exist (order <n>)` since 09:50 on 1 of 1 pod read, new"), "{}", report.line);
+    }
+
+    #[test]
+    fn an_old_noisy_warning_is_steady_with_its_before_count_and_never_new() {
+        let lines = every_minute(-120, 0, "WARN deprecated config key cache.ttl (seen {m} times)");
+        let report = analyse(
+            &evidence(vec![container("web-1", false, -120, 0, &borrowed(&lines))]),
+            at(-10),
+            at(0),
+            &Redactor::default(),
+        );
+        assert_eq!(report.patterns[0].trend, Trend::Steady);
+        assert_eq!((report.patterns[0].before, report.patterns[0].during), (110, 10));
+        assert!(report.new_error().is_none());
+        assert!(report.line.contains("nothing new") && report.line.contains("110 before"), "{}", report.line);
+    }
+
+    #[test]
+    fn order_and_volume_change_nothing_but_the_counts() {
+        let lines = every_minute(-30, 0, "ERROR timeout calling ledger after {m}ms");
+        let mut reversed = lines.clone();
+        reversed.reverse();
+        let a = analyse(&evidence(vec![container("a", false, -30, 0, &borrowed(&lines))]), at(-10), at(0), &Redactor::default());
+        let b = analyse(&evidence(vec![container("a", false, -30, 0, &borrowed(&reversed))]), at(-10), at(0), &Redactor::default());
+        assert_eq!(a.patterns[0].template, b.patterns[0].template);
+        assert_eq!(a.patterns[0].during, b.patterns[0].during);
+    }
+
+    #[test]
+    fn a_stack_trace_counts_once_under_its_first_line_and_the_last_words_of_a_killed_instance_are_named() {
+        let lines = [
+            (-20, "INFO started"),
+            (-3, "java.lang.OutOfMemoryError: Java heap space"),
+            (-3, "\tat com.example.Cache.put(Cache.java:42)"),
+            (-3, "\tat com.example.Api.handle(Api.java:7)"),
+        ];
+        let report = analyse(
+            &evidence(vec![container("web-1", true, -20, -3, &lines)]),
+            at(-10),
+            at(0),
+            &Redactor::default(),
+        );
+        let oom = report.new_error().unwrap();
+        assert_eq!(oom.template, "java.lang.OutOfMemoryError: Java heap space");
+        assert_eq!(oom.trend, Trend::LastWords);
+        assert_eq!(oom.during, 1);
+        assert_eq!(report.patterns.len(), 2, "frames are folded: {:?}", report.patterns);
+    }
+
+    #[test]
+    fn a_jump_is_increased_and_a_rate_without_enough_before_is_unknown() {
+        let mut lines = every_minute(-60, 0, "ERROR retrying payment {m}");
+        lines.extend(every_minute(-10, 0, "ERROR retrying payment {m}0"));
+        lines.extend(every_minute(-10, 0, "ERROR retrying payment {m}1"));
+        lines.extend(every_minute(-10, 0, "ERROR retrying payment {m}2"));
+        lines.extend(every_minute(-10, 0, "ERROR retrying payment {m}3"));
+        lines.extend(every_minute(-10, 0, "ERROR retrying payment {m}4"));
+        lines.sort();
+        let report = analyse(&evidence(vec![container("a", false, -60, 0, &borrowed(&lines))]), at(-10), at(0), &Redactor::default());
+        assert_eq!(report.patterns[0].trend, Trend::Increased);
+        let short = analyse(&evidence(vec![container("a", false, -12, 0, &borrowed(&lines[..5]))]), at(-10), at(0), &Redactor::default());
+        assert!(short.patterns.iter().all(|p| p.trend == Trend::Unknown));
+    }
+
+    #[test]
+    fn secrets_never_reach_an_example_and_examples_are_cut() {
+        let long = format!("ERROR login failed for jane@example.com password=hunter2 {}", "x".repeat(400));
+        let lines = [(-2, long.as_str())];
+        let report = analyse(&evidence(vec![container("a", false, -30, 0, &lines)]), at(-10), at(0), &Redactor::default());
+        let example = &report.patterns[0].example;
+        assert!(!example.contains("hunter2") && !example.contains("jane@"));
+        assert!(example.chars().count() <= EXAMPLE_CHARS);
+    }
+
+    #[test]
+    fn thousands_are_grouped() {
+        assert_eq!(thousands(1240), "1,240");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(thousands(1_000_000), "1,000,000");
+    }
+}
