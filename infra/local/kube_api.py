@@ -24,6 +24,11 @@ with the real API paths and JSON shapes, enough for kube-rs clients:
   a cluster without Karpenter's CRDs does;
 - the service proxy (/api/v1/namespaces/NS/services/NAME:PORT/proxy/...)
   forwarding to the world's Prometheus, as an API server would;
+- pods/log (/api/v1/namespaces/NS/pods/NAME/log): what the world's containers
+  printed (`--logs FILE`, written by stack.py from world.yaml's `logs`), with
+  the API server's and the kubelet's options and errors: container,
+  previous, sinceSeconds or sinceTime, timestamps, tailLines, limitBytes;
+  only lines printed by now (the real clock) exist;
 - discovery documents (/api, /apis, /api/v1, /apis/GROUP/VERSION).
 
 A group that is neither built in (core, apps, autoscaling, metrics.k8s.io,
@@ -49,7 +54,11 @@ The admin paths need no token; /healthz, /readyz and /livez are never faulted.
 A delay only holds its own request: each request has its own thread.
 
     python kube_api.py --port PORT --manifests DIR [--prometheus URL --prometheus-service NS/NAME:PORT]
-        [--auth ok|unauthorized] [--forbid RESOURCE ...]
+        [--auth ok|unauthorized] [--forbid RESOURCE ...] [--logs FILE]
+
+--forbid takes path fragments (`metrics.k8s.io`, `/pods`) and RBAC
+subresources: `pods/log` forbids the logs alone (a fragment such as `/pods`
+forbids them too, being part of their path).
 """
 
 from __future__ import annotations
@@ -61,10 +70,12 @@ import re
 import signal
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from datetime import datetime, timezone
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -352,6 +363,140 @@ def partial_metadata(obj: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": obj["metadata"]}
 
 
+# --- pods/log ------------------------------------------------------------------------
+
+class PodLogs:
+    """The lines each container instance printed (stack.py's logs file:
+    {"containers": [{"namespace", "pod", "container", "previous", "lines":
+    [[nanoseconds, text], ...]}]}), oldest first."""
+
+    def __init__(self, path: Path | None):
+        self.by_instance: dict[tuple[str, str, str, bool], tuple[list[int], list[str]]] = {}
+        if path is None:
+            return
+        for item in json.loads(path.read_text()).get("containers", []):
+            lines = sorted(((int(t), str(text)) for t, text in item["lines"]), key=lambda line: line[0])
+            key = (item["namespace"], item["pod"], item["container"], bool(item.get("previous")))
+            self.by_instance[key] = ([t for t, _ in lines], [text for _, text in lines])
+
+    def lines(self, namespace: str, pod: str, container: str, previous: bool) -> tuple[list[int], list[str]]:
+        return self.by_instance.get((namespace, pod, container, previous), ([], []))
+
+
+class LogOptionsError(Exception):
+    def __init__(self, code: int, reason: str, message: str):
+        super().__init__(message)
+        self.code, self.reason, self.message = code, reason, message
+
+
+def _rfc3339(value: str) -> int:
+    """An RFC 3339 time (as metav1.Time takes it) in nanoseconds since the epoch."""
+    match = re.fullmatch(r"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})", value)
+    if not match:
+        raise ValueError(value)
+    moment = datetime.fromisoformat(match.group(1) + ("+00:00" if match.group(3) == "Z" else match.group(3)))
+    return int(moment.timestamp()) * 10**9 + int((match.group(2) or "0").ljust(9, "0"))
+
+
+def log_options(query: dict[str, str]) -> dict[str, Any]:
+    """PodLogOptions from the query string, refused as the API server refuses
+    them: a value that does not parse is a 400, an invalid combination a 422
+    (PodLogOptions "NAME" is invalid: ...)."""
+    def integer(key: str) -> int | None:
+        if key not in query:
+            return None
+        try:
+            return int(query[key])
+        except ValueError:
+            raise LogOptionsError(400, "BadRequest", f'strconv.ParseInt: parsing "{query[key]}": invalid syntax')
+
+    def boolean(key: str) -> bool:
+        value = query.get(key, "false")
+        if value.lower() in ("true", "1", "t"):
+            return True
+        if value.lower() in ("false", "0", "f", ""):
+            return False
+        raise LogOptionsError(400, "BadRequest", f'strconv.ParseBool: parsing "{value}": invalid syntax')
+
+    since_time = None
+    if "sinceTime" in query:
+        try:
+            since_time = _rfc3339(query["sinceTime"])
+        except ValueError:
+            raise LogOptionsError(400, "BadRequest", f'parsing time "{query["sinceTime"]}" as "2006-01-02T15:04:05Z07:00": '
+                                  "cannot parse it as RFC 3339")
+    options = {"container": query.get("container", ""), "previous": boolean("previous"), "timestamps": boolean("timestamps"),
+               "follow": boolean("follow"), "since_seconds": integer("sinceSeconds"), "since_time": since_time,
+               "tail_lines": integer("tailLines"), "limit_bytes": integer("limitBytes")}
+    errors = []
+    if options["tail_lines"] is not None and options["tail_lines"] < 0:
+        errors.append(f"tailLines: Invalid value: {options['tail_lines']}: must be greater than or equal to 0")
+    if options["limit_bytes"] is not None and options["limit_bytes"] < 1:
+        errors.append(f"limitBytes: Invalid value: {options['limit_bytes']}: must be greater than 0")
+    if options["since_seconds"] is not None and since_time is not None:
+        errors.append(": Forbidden: at most one of `sinceTime` or `sinceSeconds` may be specified")
+    elif options["since_seconds"] is not None and options["since_seconds"] < 1:
+        errors.append(f"sinceSeconds: Invalid value: {options['since_seconds']}: must be greater than 0")
+    if errors:
+        detail = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+        raise LogOptionsError(422, "Invalid", 'PodLogOptions "{name}" is invalid: ' + detail)
+    return options
+
+
+def kubelet_instance(pod: dict[str, Any], container: str, previous: bool) -> bool | str:
+    """Which instance of the container the kubelet serves: False for the
+    current one, True for the previous one (lastState.terminated), or the
+    kubelet's error. As the kubelet does, a container that is waiting after
+    a crash (CrashLoopBackOff) serves the instance that ended."""
+    name = pod["metadata"]["name"]
+    pod_status = pod.get("status") or {}
+    statuses = [*(pod_status.get("initContainerStatuses") or []), *(pod_status.get("containerStatuses") or [])]
+    found = next((s for s in statuses if isinstance(s, dict) and s.get("name") == container), None)
+    if found is None:
+        return previous and f'previous terminated container "{container}" in pod "{name}" not found'
+    state, last = found.get("state") or {}, (found.get("lastState") or {}).get("terminated")
+    if previous:
+        return True if isinstance(last, dict) else f'previous terminated container "{container}" in pod "{name}" not found'
+    if "running" in state or "terminated" in state:
+        return False
+    if isinstance(last, dict):
+        return True
+    if "waiting" in state:
+        reason = (state.get("waiting") or {}).get("reason") or "ContainerCreating"
+        reason = {"ErrImagePull": "image can't be pulled", "ImagePullBackOff": "trying and failing to pull image"}.get(reason, reason)
+        return f'container "{container}" in pod "{name}" is waiting to start: {reason}'
+    return False
+
+
+def render_log(lines: tuple[list[int], list[str]], options: dict[str, Any], now_ns: int) -> bytes:
+    """The body the kubelet streams: the lines printed by `now_ns`, the last
+    tailLines of them, then those since sinceTime/sinceSeconds, each
+    prefixed by its time with timestamps, cut after limitBytes."""
+    import bisect
+
+    times, texts = lines
+    end = bisect.bisect_right(times, now_ns)  # a line printed later does not exist yet
+    start = 0
+    if options["tail_lines"] is not None:
+        start = max(0, end - options["tail_lines"])
+    since = options["since_time"]
+    if options["since_seconds"] is not None:
+        since = now_ns - options["since_seconds"] * 10**9
+    if since is not None:
+        start = max(start, bisect.bisect_left(times, since))
+    out = []
+    for k in range(start, end):
+        if options["timestamps"]:
+            seconds, fraction = divmod(times[k], 10**9)
+            out.append(f"{datetime.fromtimestamp(seconds, timezone.utc):%Y-%m-%dT%H:%M:%S}.{fraction:09d}Z {texts[k]}\n")
+        else:
+            out.append(texts[k] + "\n")
+    body = "".join(out).encode()
+    if options["limit_bytes"] is not None:
+        body = body[:options["limit_bytes"]]
+    return body
+
+
 # --- the server -------------------------------------------------------------------
 
 def status(code: int, reason: str, message: str) -> dict[str, Any]:
@@ -390,10 +535,14 @@ def call_kind(method: str, path: str) -> str:
         return f"{method} discovery"
     if group == "" and rest[0] == "services" and rest[2:3] == ["proxy"]:
         return f"{method} proxy/{rest[1]}"
+    if group == "" and rest[0] == "pods" and rest[2:3] == ["log"]:
+        return f"{method} pods/log"
     return f"{method} {rest[0]}" + (f".{group}" if group else "")
 
 
 TOKEN_RE = re.compile(r"^k8s-aws-v1\.[A-Za-z0-9_-]+$")
+USER = "arn:aws:sts::000000000000:assumed-role/alarm-triage/diagnose"
+POD_LOG_PATH = re.compile(r"^/api/v1/namespaces/(?P<namespace>[^/]+)/pods/(?P<name>[^/]+)/log/?$")
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -427,9 +576,15 @@ class Handler(BaseHTTPRequestHandler):
         if "Action=GetCallerIdentity" not in url or "X-Amz-Signature=" not in url:
             self._send(401, status(401, "Unauthorized", "Unauthorized: token is not a presigned sts:GetCallerIdentity URL"))
             return False
+        log = POD_LOG_PATH.match(resource_path)
         for forbidden in config.forbid:
+            if log and forbidden == "pods/log":
+                # RBAC's subresource: `get` on pods/log, which a role granting pods alone lacks.
+                self._send(403, status(403, "Forbidden", f'pods "{log.group("name")}" is forbidden: User "{USER}" cannot '
+                                       f'get resource "pods/log" in API group "" in the namespace "{log.group("namespace")}"'))
+                return False
             if forbidden in resource_path:
-                self._send(403, status(403, "Forbidden", f'{forbidden} is forbidden: User "arn:aws:sts::000000000000:assumed-role/alarm-triage/diagnose" cannot get resource "{forbidden}"'))
+                self._send(403, status(403, "Forbidden", f'{forbidden} is forbidden: User "{USER}" cannot get resource "{forbidden}"'))
                 return False
         return True
 
@@ -505,6 +660,9 @@ class Handler(BaseHTTPRequestHandler):
         if group == "" and resource == "services" and sub[:1] == ["proxy"] and namespace and name:
             self._proxy(namespace, name, "/" + "/".join(sub[1:]), url.query)
             return
+        if group == "" and resource == "pods" and sub == ["log"] and namespace and name:
+            self._pod_log(namespace, name, url.query)
+            return
 
         objects = [in_version(o, group, version) for o in store.find(group, resource, namespace)]
         wanted = metadata_only(self.headers.get("Accept", ""), single=name is not None)
@@ -544,6 +702,47 @@ class Handler(BaseHTTPRequestHandler):
         api_version = f"{group}/{version}" if group else version
         self._send(200, {"kind": f"{kind}List", "apiVersion": api_version, "metadata": {"resourceVersion": "1"}, "items": objects})
 
+    def _pod_log(self, namespace: str, name: str, raw_query: str) -> None:
+        """GET pods/NAME/log: the options checked as the API server checks
+        them (PodLogOptions, 422 Invalid), then the pod (404) and the
+        container (400), then what the kubelet answers for the container's
+        state (400), then the lines."""
+        store: Store = self.server.store  # type: ignore[attr-defined]
+        logs: PodLogs = self.server.logs  # type: ignore[attr-defined]
+        query = {k: v[-1] for k, v in parse_qs(raw_query, keep_blank_values=True).items()}
+        try:
+            options = log_options(query)
+        except LogOptionsError as error:
+            self._send(error.code, status(error.code, error.reason, error.message.format(name=name)))
+            return
+        pod = next((p for p in store.find("", "pods", namespace) if p["metadata"]["name"] == name), None)
+        if pod is None:
+            self._send(404, status(404, "NotFound", f'pods "{name}" not found'))
+            return
+        spec = pod.get("spec") or {}
+        containers = [c.get("name") for c in spec.get("containers") or []]
+        every = [c.get("name") for c in spec.get("initContainers") or []] + containers
+        container = options["container"]
+        if not container:
+            if len(containers) == 1:
+                container = containers[0]
+            elif not containers:
+                self._send(400, status(400, "BadRequest", f"the pod {name} does not have a container"))
+                return
+            else:
+                self._send(400, status(400, "BadRequest", f"a container name must be specified for pod {name}, "
+                                       f"choose one of: [{' '.join(every)}]"))
+                return
+        elif container not in every:
+            self._send(400, status(400, "BadRequest", f"container {container} is not valid for pod {name}"))
+            return
+        instance = kubelet_instance(pod, container, options["previous"])
+        if isinstance(instance, str):
+            self._send(400, status(400, "BadRequest", instance))
+            return
+        lines = logs.lines(namespace, name, container, instance)
+        self._send(200, render_log(lines, options, time.time_ns()), "text/plain")
+
     def _proxy(self, namespace: str, service: str, path: str, query: str) -> None:
         config = self.server.config  # type: ignore[attr-defined]
         wanted = f"{namespace}/{service}"
@@ -568,7 +767,8 @@ def main() -> None:
     parser.add_argument("--prometheus", default=None, help="URL the service proxy forwards to")
     parser.add_argument("--prometheus-service", default=None, help="NS/NAME:PORT of the in-cluster Prometheus service")
     parser.add_argument("--auth", choices=["ok", "unauthorized"], default="ok")
-    parser.add_argument("--forbid", nargs="*", default=[], help="path fragments answered with 403 (e.g. metrics.k8s.io)")
+    parser.add_argument("--forbid", nargs="*", default=[], help="path fragments answered with 403 (e.g. metrics.k8s.io), or pods/log")
+    parser.add_argument("--logs", type=Path, default=None, help="the containers' lines (JSON, written by stack.py)")
     config = parser.parse_args()
     if config.prometheus_service:
         ns, rest = config.prometheus_service.split("/", 1)
@@ -577,6 +777,7 @@ def main() -> None:
     server.config = config  # type: ignore[attr-defined]
     server.store = Store(config.manifests)  # type: ignore[attr-defined]
     server.faults = FaultRules()  # type: ignore[attr-defined]
+    server.logs = PodLogs(config.logs)  # type: ignore[attr-defined]
     signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown).start())
     server.serve_forever()
 

@@ -37,6 +37,12 @@ A world's `changes` become CloudTrail's event history (LookupEvents, see
 moto_world/cloudtrail_ext.py), loaded in the world's account and region with
 the ARNs and ids moto gave its resources.
 
+A world's `logs` are what its containers printed: the Kubernetes API serves
+them as pods/log (kube_api.py --logs STATE/pod-logs.json), and with
+`log_group` they are also in that CloudWatch Logs group as Container
+Insights' Fluent Bit ships them (loaded through POST
+/_alarm_triage/log-events), for Logs Insights (moto_world/logs_insights_ext.py).
+
 A world with an `organisation` lives in a member account: everything of the
 world is seeded there through a role assumed from the central account, where
 the function runs with the credentials of its role alarm-triage-diagnose
@@ -224,7 +230,8 @@ DIAGNOSE_ROLE = "alarm-triage-diagnose"
 BOOTSTRAP_ROLE = "OrganizationAccountAccessRole"
 MEMBER_ROLE_ACTIONS = ["cloudwatch:DescribeAlarms", "cloudwatch:DescribeAlarmHistory", "cloudwatch:GetMetricData",
                        "cloudwatch:ListMetrics", "elasticloadbalancing:Describe*", "eks:DescribeCluster",
-                       "ec2:DescribeInstances", "tag:GetResources"]
+                       "ec2:DescribeInstances", "tag:GetResources", "logs:DescribeLogGroups", "logs:StartQuery",
+                       "logs:GetQueryResults", "logs:StopQuery"]
 
 
 def _policy(statements: list[dict[str, Any]]) -> str:
@@ -523,7 +530,8 @@ def create_listeners(elbv2: Any, lb_arn: str, groups: list[tuple[dict[str, Any],
         )
 
 
-def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] | None = None) -> dict[str, Any]:
+def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] | None = None,
+         logs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Loads the world into moto through the public APIs (and the admin
     endpoints for what no public API can set). With `member_credentials`
     (a world with an organisation) everything of the world is made with them,
@@ -660,7 +668,43 @@ def seed(world: worlds.World, endpoint: str, member_credentials: dict[str, str] 
     )
     facts["cluster_name"] = cluster_spec["name"]
     facts["cluster_endpoint_access"] = "private" if private else "public"
+    group = worlds.log_group(world)
+    if group:
+        seed_log_group(endpoint, clients(endpoint, region, ("logs",), member_credentials)["logs"], facts, group, logs or [])
     return facts
+
+
+# Events per admin request: a few MB of JSON at most.
+LOG_EVENTS_PER_REQUEST = 20000
+
+
+def seed_log_group(endpoint: str, logs_client: Any, facts: dict[str, Any], group: str, items: list[dict[str, Any]]) -> None:
+    """The cluster's container log group (CreateLogGroup, moto's own), and
+    every line of every container instance in it as Fluent Bit shipped it.
+    The events go through the admin endpoint: PutLogEvents refuses events
+    older than 14 days and wants each batch in order, and the lines were
+    printed before the world was loaded."""
+    logs_client.create_log_group(logGroupName=group)
+    streams = worlds.log_group_streams(items)
+    batch: list[dict[str, Any]] = []
+    size = 0
+    sent = 0
+    for stream in streams:
+        events = stream["events"] or []
+        for start in range(0, max(len(events), 1), LOG_EVENTS_PER_REQUEST):
+            chunk = events[start:start + LOG_EVENTS_PER_REQUEST]
+            batch.append({"name": stream["name"], "events": chunk})
+            size += len(chunk)
+            if size >= LOG_EVENTS_PER_REQUEST:
+                sent += admin(endpoint, "log-events", {"account": facts["account"], "region": facts["region"],
+                                                       "log_group": group, "streams": batch})["recorded"]
+                batch, size = [], 0
+    if batch:
+        sent += admin(endpoint, "log-events", {"account": facts["account"], "region": facts["region"],
+                                               "log_group": group, "streams": batch})["recorded"]
+    facts["log_group"] = group
+    facts["log_streams"] = len(streams)
+    facts["log_events"] = sent
 
 
 def seed_cloudtrail(world: worlds.World, endpoint: str, elbv2: Any, facts: dict[str, Any],
@@ -716,6 +760,7 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
             raise StackError(f"a stack is already running from {state}; run `stack.py down --state {state}` first")
         processes.stop_all()
     world = worlds.load(world_dir)
+    logs = worlds.pod_logs(world)
     if state.exists():
         shutil.rmtree(state)
     state.mkdir(parents=True)
@@ -749,7 +794,7 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
 
         if organisation:
             accounts = set_up_organisation(world, endpoint)
-            facts = seed(world, endpoint, accounts["member_credentials"])
+            facts = seed(world, endpoint, accounts["member_credentials"], logs)
             facts["organisation"] = accounts["public"]
             # The function runs in the central account with its role's credentials
             # and reads the member account through the member role.
@@ -764,9 +809,10 @@ def up(world_dir: Path, state: Path, with_lambda: bool, as_json: bool, lambda_en
             # that lets only the first publish, in the central account.
             env["TRANSITIONS_TABLE"] = create_transitions_table(endpoint, facts["region"], function_credentials)
         else:
-            facts = seed(world, endpoint)
+            facts = seed(world, endpoint, logs=logs)
+        facts["log_lines"] = sum(len(item["lines"]) for item in logs)
 
-        kube_url = start_kubernetes(world, state, processes, prometheus_url, {g["name"]: g["arn"] for g in facts["target_groups"]})
+        kube_url = start_kubernetes(world, state, processes, prometheus_url, {g["name"]: g["arn"] for g in facts["target_groups"]}, logs)
         env["KUBE_API_URL"] = kube_url
         # What EKS would answer: DescribeCluster's endpoint is this API server.
         admin(endpoint, "eks-endpoint", {"name": facts["cluster_name"], "endpoint": kube_url,
@@ -892,7 +938,7 @@ def start_fault_proxy(state: Path, processes: Processes, name: str, target: str)
 
 
 def start_kubernetes(world: worlds.World, state: Path, processes: Processes, prometheus_url: str | None,
-                     target_group_arns: dict[str, str]) -> str:
+                     target_group_arns: dict[str, str], logs: list[dict[str, Any]] | None = None) -> str:
     manifests = state / "kubernetes"
     worlds.render_manifests(world, manifests, target_group_arns)
     spec = world.spec.get("kubernetes") or {}
@@ -908,6 +954,13 @@ def start_kubernetes(world: worlds.World, state: Path, processes: Processes, pro
     argv = [PYTHON, str(HERE / "kube_api.py"), "--port", str(port), "--manifests", str(manifests), "--auth", spec.get("auth", "ok")]
     if spec.get("forbid"):
         argv += ["--forbid", *spec["forbid"]]
+    if logs:
+        # What the containers printed, for pods/log (a pod that is gone has no log to serve).
+        path = state / "pod-logs.json"
+        path.write_text(json.dumps({"containers": [
+            {k: item[k] for k in ("namespace", "pod", "container", "previous", "lines")} for item in logs if not item["deleted"]
+        ]}, ensure_ascii=False))
+        argv += ["--logs", str(path)]
     prometheus = world.spec.get("prometheus") or {}
     if prometheus_url and prometheus.get("service"):
         argv += ["--prometheus", prometheus_url, "--prometheus-service", prometheus["service"]]

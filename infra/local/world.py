@@ -1,7 +1,8 @@
 """Reading a world: validation with clear errors, and the generators that turn
 a world's description into CloudWatch datapoints (ALB, NLB and Container
-Insights), target health over time, alarm history, Prometheus series and
-Kubernetes manifests. Pure: no network, no processes.
+Insights), target health over time, alarm history, Prometheus series,
+Kubernetes manifests and what the containers printed (pods/log and Container
+Insights' log group). Pure: no network, no processes.
 
 The format is documented in docs/worlds.md.
 """
@@ -221,6 +222,8 @@ def validate(world: World) -> None:
     changes(world)
     if (world.directory / "kubernetes").exists() and not (world.directory / "kubernetes").is_dir():
         raise WorldError(world.directory / "kubernetes", "(path)", "a directory of manifests")
+    log_group(world)
+    log_entries(world)
 
 
 STATISTICS = ("Average", "Sum", "SampleCount", "Minimum", "Maximum")
@@ -1607,6 +1610,409 @@ def render_manifests(world: World, out: Path, target_group_arns: dict[str, str])
         (out / path.name).write_text(text)
         count += 1
     return count
+
+
+# --- logs -------------------------------------------------------------------------------
+#
+# What the world's containers print: `logs` says which pods print which lines
+# (patterns spread over a time range, and literal lines at given times), and
+# `log_group` says that the cluster ships them to CloudWatch Logs, as Container
+# Insights' Fluent Bit does. The Kubernetes API serves them as pods/log, and
+# the log group (Logs Insights, moto_world/logs_insights_ext.py) holds the same
+# lines as Fluent Bit's JSON records.
+
+LOG_ENTRY_KEYS = ("namespace", "pods", "pod_prefix", "container", "previous", "deleted", "node", "patterns", "lines")
+LOG_PATTERN_KEYS = ("text", "per_minute", "from", "to")
+LOG_LINE_KEYS = ("at", "text")
+LOG_ENTRY_EXPECTED = "a mapping {namespace, pods | pod_prefix, container, previous, deleted, node, patterns, lines}"
+MAX_LOG_LINES = 200_000
+MAX_LINES_PER_MINUTE = 60_000
+LOG_PLACEHOLDERS = ("n", "float", "uuid", "hex", "ip", "port", "ms", "pod", "word")
+LOG_PLACEHOLDER = re.compile(r"\{(" + "|".join(LOG_PLACEHOLDERS) + r")\}")
+LOG_GROUP_NAME = re.compile(r"^[\w.\-/#]{1,512}$")
+CONTAINER_INSIGHTS_GROUP = re.compile(r"^/aws/containerinsights/(?P<cluster>[^/]+)/(?P<kind>[^/]+)$")
+CONTAINER_ID = re.compile(r"^(?:[a-z]+://)?(?P<id>[0-9a-f]{64})$")
+LOG_WORDS = ("alpha", "basket", "cache", "delta", "export", "fare", "gateway", "harbor", "invoice", "journey", "kernel",
+             "ledger", "mirror", "nightly", "orbit", "parcel", "quota", "refund", "session", "ticket", "upload",
+             "voucher", "window", "yield", "zone")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+def log_group(world: World) -> str | None:
+    """`log_group`: the CloudWatch Logs group the cluster ships container logs
+    to (Container Insights': /aws/containerinsights/<cluster>/application), or None."""
+    f, spec = world.file, world.spec.get("log_group")
+    if spec is None:
+        return None
+    expected = "a CloudWatch Logs log group name such as /aws/containerinsights/<cluster>/application"
+    if not isinstance(spec, str) or not LOG_GROUP_NAME.match(spec):
+        raise WorldError(f, "log_group", expected, spec)
+    if spec.startswith("/aws/containerinsights/"):
+        cluster = world.spec["cluster"]["name"]
+        match = CONTAINER_INSIGHTS_GROUP.match(spec)
+        if not match or match.group("cluster") != cluster or match.group("kind") != "application":
+            raise WorldError(f, "log_group", f"/aws/containerinsights/{cluster}/application (Container Insights ships "
+                             "container logs to the group of the world's cluster named application)", spec)
+    return spec
+
+
+@dataclass
+class ManifestPod:
+    """What the logs need to know of a Pod in the world's manifests."""
+
+    namespace: str
+    name: str
+    containers: list[str]
+    init_containers: list[str]
+    images: dict[str, str]
+    node: str | None
+    labels: dict[str, str]
+    created: datetime | None
+    statuses: dict[str, dict[str, Any]]  # container name -> its containerStatus
+
+
+def _manifest_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+
+
+def manifest_pods(world: World) -> dict[tuple[str, str], ManifestPod]:
+    """The Pods of DIR/kubernetes/*.yaml by (namespace, name), with their
+    `{{ now-15m }}` times rendered as render_manifests renders them."""
+    source = world.directory / "kubernetes"
+    pods: dict[tuple[str, str], ManifestPod] = {}
+    if not source.is_dir():
+        return pods
+    for path in sorted(source.glob("*.y*ml")):
+        def moment(match: re.Match[str]) -> str:
+            return world.at(match.group("offset") or "0", f"{path.name} placeholder {match.group(0)}").strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        text = ARN_RE.sub("arn-placeholder", TEMPLATE_RE.sub(moment, path.read_text()))
+        try:
+            documents = list(yaml.safe_load_all(text))
+        except yaml.YAMLError as error:
+            raise WorldError(path, "(syntax)", f"valid YAML ({error})")
+        for document in documents:
+            if not isinstance(document, dict):
+                continue
+            items = document.get("items") or [] if str(document.get("kind", "")).endswith("List") else [document]
+            for obj in items:
+                if not isinstance(obj, dict) or obj.get("kind") != "Pod" or obj.get("apiVersion") != "v1":
+                    continue
+                metadata, spec, status = obj.get("metadata") or {}, obj.get("spec") or {}, obj.get("status") or {}
+                if not metadata.get("name"):
+                    continue
+                containers = [c for c in spec.get("containers") or [] if isinstance(c, dict) and c.get("name")]
+                inits = [c for c in spec.get("initContainers") or [] if isinstance(c, dict) and c.get("name")]
+                statuses = {s["name"]: s for s in [*(status.get("initContainerStatuses") or []), *(status.get("containerStatuses") or [])]
+                            if isinstance(s, dict) and s.get("name")}
+                namespace = str(metadata.get("namespace") or "default")
+                pods[(namespace, str(metadata["name"]))] = ManifestPod(
+                    namespace=namespace, name=str(metadata["name"]),
+                    containers=[str(c["name"]) for c in containers], init_containers=[str(c["name"]) for c in inits],
+                    images={str(c["name"]): str(c["image"]) for c in [*inits, *containers] if c.get("image")},
+                    node=spec.get("nodeName") or None, labels={str(k): str(v) for k, v in (metadata.get("labels") or {}).items()},
+                    created=_manifest_time(metadata.get("creationTimestamp")), statuses=statuses)
+    return pods
+
+
+def _container_id(value: Any) -> str | None:
+    match = CONTAINER_ID.match(value) if isinstance(value, str) else None
+    return match.group("id") if match else None
+
+
+def _later(a: datetime | None, b: datetime | None) -> datetime | None:
+    return max(a, b) if a and b else a or b
+
+
+def _container_instance(f: Path, where: str, pod: ManifestPod, container: str,
+                        previous: bool) -> tuple[datetime | None, datetime | None, str | None]:
+    """(first moment, last moment, container id) of the instance of a
+    container the lines belong to: the current one, or with `previous` the
+    one before it (lastState.terminated). A line can only be printed while
+    its instance runs."""
+    status = pod.statuses.get(container) or {}
+    last = (status.get("lastState") or {}).get("terminated")
+    if previous:
+        if not isinstance(last, dict):
+            raise WorldError(f, f"{where}.previous", f"a container with a previous instance: the status of {pod.name}'s "
+                             f"{container} has no lastState.terminated (give it one, with restartCount, or drop previous)", True)
+        return (_later(pod.created, _manifest_time(last.get("startedAt"))), _manifest_time(last.get("finishedAt")),
+                _container_id(last.get("containerID")))
+    state = status.get("state") or {}
+    if "waiting" in state and "running" not in state and "terminated" not in state:
+        reason = (state.get("waiting") or {}).get("reason") or "ContainerCreating"
+        if isinstance(last, dict):
+            raise WorldError(f, f"{where}.previous", f"previous: true: {pod.name}'s {container} is waiting ({reason}), so it "
+                             "has no current instance; its lines are those of the instance that ended (lastState.terminated), "
+                             "which the API server serves with and without previous=true", False)
+        raise WorldError(f, where, f"no lines for {pod.name}'s {container}: it is waiting to start ({reason}) and has never run")
+    if "terminated" in state:
+        ended = state.get("terminated") or {}
+        return (_later(pod.created, _manifest_time(ended.get("startedAt"))), _manifest_time(ended.get("finishedAt")),
+                _container_id(ended.get("containerID") or status.get("containerID")))
+    running = state.get("running") or {}
+    return _later(pod.created, _manifest_time(running.get("startedAt"))), None, _container_id(status.get("containerID"))
+
+
+def _node_name(world: World, pod: str) -> str:
+    """A node name of the region's form for a pod whose node is unknown."""
+    digest = hashlib.sha256(f"{world.spec.get('seed', 1)}/node/{pod}".encode()).digest()
+    region = world.spec["region"]
+    domain = "ec2.internal" if region == "us-east-1" else f"{region}.compute.internal"
+    return f"ip-10-{digest[0]}-{digest[1]}-{digest[2] % 254 + 1}.{domain}"
+
+
+def log_entries(world: World) -> list[dict[str, Any]]:
+    """The `logs` section, validated and resolved: one plan per (entry, pod),
+    with the container, the instance's window, the patterns' ranges clipped
+    to it and the literal lines' times. Refuses a world that would print more
+    than MAX_LOG_LINES lines."""
+    f, spec = world.file, world.spec.get("logs")
+    if spec is None:
+        return []
+    if not isinstance(spec, list):
+        raise WorldError(f, "logs", "a list of " + LOG_ENTRY_EXPECTED, spec)
+    pods = manifest_pods(world)
+    default_from = world.now - parse_duration(world.spec.get("metrics_span", "6h"), f, "metrics_span")
+    plans: list[dict[str, Any]] = []
+    total = 0.0
+    for i, entry in enumerate(spec):
+        where = f"logs[{i}]"
+        _only_keys(entry, f, where, LOG_ENTRY_KEYS, LOG_ENTRY_EXPECTED)
+        namespace = _require(entry, "namespace", f, where, "the pods' namespace")
+        if not isinstance(namespace, str) or not namespace:
+            raise WorldError(f, f"{where}.namespace", "a namespace name", namespace)
+        for key in ("previous", "deleted"):
+            if not isinstance(entry.get(key, False), bool):
+                raise WorldError(f, f"{where}.{key}", "true or false", entry[key])
+        previous, deleted = entry.get("previous", False), entry.get("deleted", False)
+        if ("pods" in entry) == ("pod_prefix" in entry):
+            raise WorldError(f, where, "exactly one of pods (a list of pod names) or pod_prefix (the start of their names)")
+        if "node" in entry and not deleted:
+            raise WorldError(f, f"{where}.node", "nothing here unless deleted: true (a pod of the manifests is on its spec.nodeName)", entry["node"])
+        if "node" in entry and not (isinstance(entry["node"], str) and entry["node"]):
+            raise WorldError(f, f"{where}.node", "a node name", entry["node"])
+        in_namespace = sorted(name for (ns, name) in pods if ns == namespace)
+        if "pod_prefix" in entry:
+            prefix = entry["pod_prefix"]
+            if deleted:
+                raise WorldError(f, f"{where}.pod_prefix", "pods: [NAMES] with deleted: true (a pod that is gone is in no manifest to match)", prefix)
+            if not isinstance(prefix, str) or not prefix:
+                raise WorldError(f, f"{where}.pod_prefix", "the start of pod names, e.g. itinerary-7f4c9b6d52-", prefix)
+            names = [name for name in in_namespace if name.startswith(prefix)]
+            if not names:
+                raise WorldError(f, f"{where}.pod_prefix", f"the start of the names of pods of namespace {namespace} in the "
+                                 f"manifests ({', '.join(in_namespace) or 'none'})", prefix)
+        else:
+            names = entry["pods"]
+            if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names) or len(set(names)) != len(names):
+                raise WorldError(f, f"{where}.pods", "a non-empty list of distinct pod names", names)
+            for j, name in enumerate(names):
+                if deleted and (namespace, name) in pods:
+                    raise WorldError(f, f"{where}.pods[{j}]", "a pod that is gone (deleted: true), yet it is in the manifests; "
+                                     "drop deleted", name)
+                if not deleted and (namespace, name) not in pods:
+                    raise WorldError(f, f"{where}.pods[{j}]", f"a pod of namespace {namespace} in the manifests "
+                                     f"({', '.join(in_namespace) or 'none'}), or deleted: true for a pod that is gone", name)
+        container = entry.get("container")
+        if container is not None and not (isinstance(container, str) and container):
+            raise WorldError(f, f"{where}.container", "a container name", container)
+        if deleted and container is None:
+            raise WorldError(f, f"{where}.container", "the container's name (a pod that is gone has no manifest to tell it)")
+        patterns = entry.get("patterns", [])
+        lines = entry.get("lines", [])
+        if not isinstance(patterns, list):
+            raise WorldError(f, f"{where}.patterns", "a list of {text, per_minute, from, to}", patterns)
+        if not isinstance(lines, list):
+            raise WorldError(f, f"{where}.lines", "a list of {at, text}", lines)
+        if not patterns and not lines:
+            raise WorldError(f, where, "patterns or lines: what the pods print")
+        parsed_patterns = []
+        for j, pattern in enumerate(patterns):
+            pwhere = f"{where}.patterns[{j}]"
+            _only_keys(pattern, f, pwhere, LOG_PATTERN_KEYS, "a pattern {text, per_minute, from, to}")
+            text = _log_text(f, f"{pwhere}.text", _require(pattern, "text", f, pwhere, "the line printed, with placeholders such as {uuid}"))
+            rate = _require(pattern, "per_minute", f, pwhere, "how many lines each pod prints a minute")
+            if not _is_number(rate) or not 0 < rate <= MAX_LINES_PER_MINUTE:
+                raise WorldError(f, f"{pwhere}.per_minute", f"a number of lines a minute per pod, above 0 and at most {MAX_LINES_PER_MINUTE}", rate)
+            start = world.at(pattern["from"], f"{pwhere}.from") if "from" in pattern else default_from
+            end = world.now + parse_offset(pattern.get("to", 0), f, f"{pwhere}.to")
+            if end <= start:
+                raise WorldError(f, f"{pwhere}.to", f"an offset after from ({pattern.get('from', 'the start of metrics_span')})", pattern.get("to", 0))
+            parsed_patterns.append({"index": j, "text": text, "per_minute": float(rate), "start": start, "end": end})
+        parsed_lines = []
+        for j, line in enumerate(lines):
+            lwhere = f"{where}.lines[{j}]"
+            _only_keys(line, f, lwhere, LOG_LINE_KEYS, "a line {at, text}")
+            at = world.now + parse_offset(_require(line, "at", f, lwhere, "when it is printed, an offset such as -3m"), f, f"{lwhere}.at")
+            parsed_lines.append({"index": j, "at": at, "text": _log_text(f, f"{lwhere}.text", _require(line, "text", f, lwhere, "the line printed"))})
+        for name in names:
+            pod = pods.get((namespace, name))
+            if pod is None:
+                chosen, window, container_id = str(container), (None, None), None
+                host, image, labels = entry.get("node") or _node_name(world, name), None, {}
+            else:
+                chosen = _log_container(f, where, pod, container)
+                first, last, container_id = _container_instance(f, where, pod, chosen, previous)
+                window = (first, last)
+                host, image, labels = pod.node or _node_name(world, name), pod.images.get(chosen), pod.labels
+            clipped = []
+            for pattern in parsed_patterns:
+                start = _later(pattern["start"], window[0]) or pattern["start"]
+                end = min(pattern["end"], window[1]) if window[1] else pattern["end"]
+                if end > start:
+                    clipped.append({**pattern, "start": start, "end": end})
+                    total += pattern["per_minute"] * (end - start).total_seconds() / 60
+            for line in parsed_lines:
+                if (window[0] and line["at"] < window[0]) or (window[1] and line["at"] > window[1]):
+                    instance = "previous instance" if previous else "current instance"
+                    bounds = f"from {_relative(world, window[0]) if window[0] else 'ever'} to {_relative(world, window[1]) if window[1] else 'now'}"
+                    raise WorldError(f, f"{where}.lines[{line['index']}].at", f"a time while the {instance} of {name}'s {chosen} "
+                                     f"runs ({bounds}, from the pod's creationTimestamp and its container status)", lines[line["index"]]["at"])
+            total += len(parsed_lines)
+            if not container_id:
+                seed = f"{world.spec.get('seed', 1)}/container/{namespace}/{name}/{chosen}/{'previous' if previous else 'current'}"
+                container_id = hashlib.sha256(seed.encode()).hexdigest()
+            plans.append({"entry": i, "namespace": namespace, "pod": name, "container": chosen, "previous": previous,
+                          "deleted": pod is None, "host": host, "image": image, "labels": labels, "container_id": container_id,
+                          "patterns": clipped, "lines": parsed_lines})
+        if total > MAX_LOG_LINES:
+            raise WorldError(f, "logs", f"at most {MAX_LOG_LINES} lines in all (up to {where} the world prints about "
+                             f"{int(total)}): lower per_minute, or narrow from and to")
+    return plans
+
+
+def _relative(world: World, t: datetime) -> str:
+    """`t` as an offset from the world's now, e.g. -3m or -1h30m."""
+    seconds = int((t - world.now).total_seconds())
+    sign, seconds = ("-" if seconds < 0 else "+"), abs(seconds)
+    text = "".join(f"{v}{u}" for v, u in ((seconds // 3600, "h"), (seconds % 3600 // 60, "m"), (seconds % 60, "s")) if v)
+    return f"{sign}{text}" if text else "0"
+
+
+def _log_text(f: Path, field: str, text: Any) -> str:
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        text = str(text)
+    if not isinstance(text, str):
+        raise WorldError(f, field, "a line of text", text)
+    if "\n" in text or "\r" in text:
+        raise WorldError(f, field, "one line, without a newline (a stack trace is one `lines` entry per line; "
+                         "a YAML block scalar `|` adds a newline)", text)
+    return text
+
+
+def _log_container(f: Path, where: str, pod: ManifestPod, container: str | None) -> str:
+    names = [*pod.init_containers, *pod.containers]
+    if container is None:
+        if len(pod.containers) != 1:
+            raise WorldError(f, f"{where}.container", f"the container, since {pod.name} has {len(pod.containers)} "
+                             f"({', '.join(pod.containers) or 'none'})")
+        return pod.containers[0]
+    if container not in names:
+        raise WorldError(f, f"{where}.container", f"a container of {pod.name} ({', '.join(names) or 'none'})", container)
+    return container
+
+
+def _ns(t: datetime) -> int:
+    """Nanoseconds since the epoch."""
+    return (t - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def rfc3339_nano(ns: int) -> str:
+    """2026-12-04T08:10:00.123456789Z, as the kubelet writes a line's timestamp."""
+    seconds, fraction = divmod(ns, 10**9)
+    return f"{datetime.fromtimestamp(seconds, timezone.utc):%Y-%m-%dT%H:%M:%S}.{fraction:09d}Z"
+
+
+def _fill(text: str, rng: random.Random, pod: str) -> str:
+    def value(match: re.Match[str]) -> str:
+        kind = match.group(1)
+        if kind == "n":
+            return str(int(10 ** rng.uniform(0, 4)))
+        if kind == "float":
+            return f"{rng.uniform(0, 10):.3f}"
+        if kind == "uuid":
+            return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        if kind == "hex":
+            return "".join(rng.choice("0123456789abcdef") for _ in range(rng.randint(12, 16)))
+        if kind == "ip":
+            return f"10.{rng.randint(0, 255)}.{rng.randint(0, 255)}.{rng.randint(1, 254)}"
+        if kind == "port":
+            return str(rng.randint(1024, 65535))
+        if kind == "ms":
+            return f"{max(1, int(rng.lognormvariate(4.5, 0.8)))}ms"
+        if kind == "pod":
+            return pod
+        return rng.choice(LOG_WORDS)
+
+    return LOG_PLACEHOLDER.sub(value, text)
+
+
+def pod_logs(world: World) -> list[dict[str, Any]]:
+    """What each container instance printed, oldest first: one item per
+    (namespace, pod, container, previous) with `lines` as [nanoseconds, text]
+    and what Fluent Bit adds (`host`, `container_id`, `image`, `labels`).
+    Deterministic for a seed and a now: patterns put their lines evenly over
+    their range, each at a seeded place within its slot; literal lines sharing
+    one `at` follow each other a microsecond apart, in the order given."""
+    seed = world.spec.get("seed", 1)
+    merged: dict[tuple[str, str, str, bool], dict[str, Any]] = {}
+    for plan in log_entries(world):
+        key = (plan["namespace"], plan["pod"], plan["container"], plan["previous"])
+        item = merged.setdefault(key, {k: plan[k] for k in ("namespace", "pod", "container", "previous", "deleted", "host",
+                                                             "image", "labels", "container_id")} | {"lines": []})
+        lines = item["lines"]
+        for pattern in plan["patterns"]:
+            rng = random.Random(f"{seed}/logs/{plan['entry']}/{pattern['index']}/{plan['pod']}")
+            start, span = _ns(pattern["start"]), _ns(pattern["end"]) - _ns(pattern["start"])
+            count = int(round(pattern["per_minute"] * span / 60e9))
+            slot = span / count if count else 0
+            for k in range(count):
+                lines.append((start + int((k + rng.random()) * slot), _fill(pattern["text"], rng, plan["pod"])))
+        rng = random.Random(f"{seed}/logs/{plan['entry']}/lines/{plan['pod']}")
+        shared: dict[datetime, int] = {}
+        for line in plan["lines"]:
+            k = shared.get(line["at"], 0)
+            shared[line["at"]] = k + 1
+            lines.append((_ns(line["at"]) + 1000 * k, _fill(line["text"], rng, plan["pod"])))
+    out = []
+    for item in merged.values():
+        item["lines"] = sorted(item["lines"], key=lambda line: line[0])  # stable: equal times keep their order
+        out.append(item)
+    return out
+
+
+def log_stream_name(item: dict[str, Any]) -> str:
+    """The log stream Container Insights' Fluent Bit writes a container's lines to."""
+    return (f"{item['host']}-application.var.log.containers.{item['pod']}_{item['namespace']}_"
+            f"{item['container']}-{item['container_id']}.log")
+
+
+def fluent_bit_record(item: dict[str, Any], ns: int, text: str) -> str:
+    """One line as the JSON record Container Insights' Fluent Bit sends to CloudWatch Logs."""
+    kubernetes: dict[str, Any] = {"pod_name": item["pod"], "namespace_name": item["namespace"],
+                                  "container_name": item["container"], "docker_id": item["container_id"]}
+    if item.get("image"):
+        kubernetes["container_image"] = item["image"]
+    kubernetes["host"] = item["host"]
+    if item.get("labels"):
+        kubernetes["labels"] = item["labels"]
+    record = {"log": text, "stream": "stdout", "time": rfc3339_nano(ns), "kubernetes": kubernetes}
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+
+
+def log_group_streams(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The log group's streams: `{"name", "events": [{"timestamp" (ms), "message"}]}`,
+    every instance's lines, as Fluent Bit shipped them when they were printed."""
+    return [{"name": log_stream_name(item),
+             "events": [{"timestamp": ns // 10**6, "message": fluent_bit_record(item, ns, text)} for ns, text in item["lines"]]}
+            for item in items]
 
 
 def describe(world: World) -> str:

@@ -133,6 +133,7 @@ pub fn assemble(
         what_changed: decided.changes.headline(),
         suspects: decided.changes.suspects,
         changes: decided.changes.changes,
+        logs: decided.logs,
         notes,
         alarm_lasted_seconds: alarm_lasted.and_then(|d| u64::try_from(d.num_seconds()).ok()),
         hold: None,

@@ -4,8 +4,10 @@ They exist only for state that no public AWS API can set: past alarm state
 changes (history is written by CloudWatch itself), target health (decided
 by the load balancer's health checks) and where a cluster's API endpoint is
 (chosen by EKS), and the CloudTrail event history (written by CloudTrail
-itself, from calls made before the world was loaded). Everything else is
-seeded through the public APIs.
+itself, from calls made before the world was loaded), and container log
+lines printed before the world was loaded (Fluent Bit shipped them as they
+were printed; PutLogEvents wants chronological batches and refuses old
+events). Everything else is seeded through the public APIs.
 
   GET  /_alarm_triage/health
   POST /_alarm_triage/alarm-history  {"account", "region", "alarm_name", "items": [{"timestamp", "old_state", "new_state", "reason"}]}
@@ -13,6 +15,8 @@ seeded through the public APIs.
   POST /_alarm_triage/eks-endpoint   {"name", "endpoint", "account"?, "region"?}  DescribeCluster's endpoint (see eks_ext)
   POST /_alarm_triage/cloudtrail-events  {"account", "region", "lag_seconds"?, "events": [{"record", "resources": [{"ResourceType", "ResourceName"}]}]}
                                      management events LookupEvents serves (see cloudtrail_ext)
+  POST /_alarm_triage/log-events     {"account", "region", "log_group", "streams": [{"name", "events": [{"timestamp" (epoch ms), "message"}]}]}
+                                     events appended to the (existing) group's streams (see logs_insights_ext)
   GET  /_alarm_triage/mailbox        what SNS delivered to email subscriptions (read-only; see sns_ext)
 """
 
@@ -21,7 +25,7 @@ from __future__ import annotations
 import json
 from typing import Any, Callable
 
-from . import cloudtrail_ext, cloudwatch_ext, eks_ext, elbv2_ext, sns_ext
+from . import cloudtrail_ext, cloudwatch_ext, eks_ext, elbv2_ext, logs_insights_ext, sns_ext
 
 PREFIX = "/_alarm_triage/"
 STATES = {"OK", "ALARM", "INSUFFICIENT_DATA"}
@@ -91,11 +95,25 @@ def _cloudtrail_events(body: dict[str, Any]) -> dict[str, Any]:
     return {"recorded": count}
 
 
+def _log_events(body: dict[str, Any]) -> dict[str, Any]:
+    streams = _require(body, "streams", "log-events")
+    if not isinstance(streams, list):
+        raise BadRequest("log-events: streams must be a list")
+    count = logs_insights_ext.load(
+        str(_require(body, "account", "log-events")),
+        str(_require(body, "region", "log-events")),
+        str(_require(body, "log_group", "log-events")),
+        streams,
+    )
+    return {"recorded": count}
+
+
 ROUTES: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
     "alarm-history": _alarm_history,
     "target-health": _target_health,
     "eks-endpoint": _eks_endpoint,
     "cloudtrail-events": _cloudtrail_events,
+    "log-events": _log_events,
 }
 
 

@@ -17,7 +17,7 @@ import sys
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication, MotoRequestHandler, create_backend_app
 from werkzeug.serving import run_simple
 
-from . import cloudtrail_ext, cloudwatch_ext, elbv2_ext, sns_ext, sts_ext
+from . import cloudtrail_ext, cloudwatch_ext, elbv2_ext, logs_insights_ext, sns_ext, sts_ext
 from .admin import AdminRoutes
 from .cbor_bridge import CborBridge
 from .dynamodb_atomic import DynamoDbAtomic
@@ -28,6 +28,7 @@ def build_app(home_account: str | None = None):
     cloudtrail_ext.install()
     cloudwatch_ext.install()
     elbv2_ext.install()
+    logs_insights_ext.install()
     sns_ext.install()
     sts_ext.install(home_account)
     # Faults sit outermost so injected latency and errors apply to every protocol.

@@ -41,12 +41,14 @@ pub enum FindingId {
     HpaScalesInTooEagerly,
     /// The bad pods share a node or a zone the good ones do not.
     CommonFactor,
+    /// The pods began to print a new error with the breach.
+    NewLogErrors,
     Unrecognised(String),
 }
 
 impl FindingId {
     /// Every id this version produces, in no particular order.
-    pub const KNOWN: [FindingId; 24] = [
+    pub const KNOWN: [FindingId; 25] = [
         FindingId::AlarmFlapping,
         FindingId::LowTrafficArtifact,
         FindingId::LatencyOutliers,
@@ -71,6 +73,7 @@ impl FindingId {
         FindingId::ThresholdInsideNormalRange,
         FindingId::HpaScalesInTooEagerly,
         FindingId::CommonFactor,
+        FindingId::NewLogErrors,
     ];
 
     pub fn as_str(&self) -> &str {
@@ -99,6 +102,7 @@ impl FindingId {
             FindingId::ThresholdInsideNormalRange => "alarm.threshold_inside_normal_range",
             FindingId::HpaScalesInTooEagerly => "hpa.scales_in_too_eagerly",
             FindingId::CommonFactor => "placement.common_factor",
+            FindingId::NewLogErrors => "logs.new_errors",
             FindingId::Unrecognised(id) => id,
         }
     }
@@ -130,6 +134,7 @@ impl FindingId {
             FindingId::ThresholdInsideNormalRange => "threshold inside the normal range",
             FindingId::HpaScalesInTooEagerly => "HPA scales in too eagerly",
             FindingId::CommonFactor => "a shared node or zone",
+            FindingId::NewLogErrors => "new errors in the logs",
             FindingId::Unrecognised(id) => id,
         }
     }
@@ -290,6 +295,16 @@ pub enum Facts {
     Node {
         name: String,
         sharing: Vec<String>,
+    },
+    /// The error the pods began to print, where, and since when.
+    Logs {
+        namespace: String,
+        template: String,
+        pods: Vec<String>,
+        container: String,
+        since: chrono::DateTime<chrono::Utc>,
+        /// Printed by the previous instance of a container that was killed.
+        previous: bool,
     },
 }
 

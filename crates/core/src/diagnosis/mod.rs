@@ -172,6 +172,10 @@ pub struct Diagnosis {
     /// and locality, and the verdict they add up to.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub suspects: Vec<suspect::Suspect>,
+    /// What the culprit's pods printed: the patterns that started or jumped
+    /// with the breach first, with counts before and since, redacted examples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub logs: Option<crate::logs::LogReport>,
     /// Remarks about the report itself (for example that it was shortened to fit a message).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

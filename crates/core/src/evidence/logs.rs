@@ -56,11 +56,21 @@ impl LogPlan {
             .max_by_key(|p| p.created)
             .and_then(|p| p.owner_replica_set.clone());
         let trouble = |p: &PodInfo| {
-            !p.ready || p.restarts > 0 || p.lifecycle.waiting_reason.is_some() || p.phase != "Running"
+            !p.ready
+                || p.restarts > 0
+                || p.lifecycle.waiting_reason.is_some()
+                || p.phase != "Running"
         };
         let mut ranked: Vec<(&PodInfo, &str)> = Vec::new();
         for pod in pods.iter().filter(|p| trouble(p)) {
-            ranked.push((pod, if pod.restarts > 0 { "restarted" } else { "not ready" }));
+            ranked.push((
+                pod,
+                if pod.restarts > 0 {
+                    "restarted"
+                } else {
+                    "not ready"
+                },
+            ));
         }
         let several_sets = pods
             .iter()
@@ -76,13 +86,21 @@ impl LogPlan {
         ranked.truncate(MAX_PODS - 1);
         // Contrast: an ordinary pod the ranking did not take, preferably of
         // another ReplicaSet than the worst pod's.
-        let worst_set = ranked.first().and_then(|(p, _)| p.owner_replica_set.clone());
-        let taken = |p: &PodInfo, ranked: &[(&PodInfo, &str)]| ranked.iter().any(|(r, _)| r.name == p.name);
+        let worst_set = ranked
+            .first()
+            .and_then(|(p, _)| p.owner_replica_set.clone());
+        let taken =
+            |p: &PodInfo, ranked: &[(&PodInfo, &str)]| ranked.iter().any(|(r, _)| r.name == p.name);
         let mut ordinary: Vec<&PodInfo> = pods
             .iter()
             .filter(|p| !trouble(p) && !taken(p, &ranked))
             .collect();
-        ordinary.sort_by_key(|p| (p.owner_replica_set == worst_set && worst_set.is_some(), p.created));
+        ordinary.sort_by_key(|p| {
+            (
+                p.owner_replica_set == worst_set && worst_set.is_some(),
+                p.created,
+            )
+        });
         if let Some(pod) = ordinary.first() {
             ranked.push((pod, "contrast"));
         }
@@ -244,7 +262,9 @@ mod tests {
             ready: true,
             restarts,
             owner_replica_set: Some(set.into()),
-            created: Some(DateTime::<Utc>::UNIX_EPOCH + Duration::hours(10) - Duration::minutes(minutes_old)),
+            created: Some(
+                DateTime::<Utc>::UNIX_EPOCH + Duration::hours(10) - Duration::minutes(minutes_old),
+            ),
             ip: None,
             reason: None,
             containers: vec![ContainerInfo {
@@ -270,10 +290,21 @@ mod tests {
             exit_code: 137,
             finished_at: None,
         });
-        let pods = vec![pod("web-a-0", "web-a", 100, 0), hot, pod("web-a-2", "web-a", 100, 0)];
+        let pods = vec![
+            pod("web-a-0", "web-a", 100, 0),
+            hot,
+            pod("web-a-2", "web-a", 100, 0),
+        ];
         let plan = LogPlan::for_pods(&pods);
-        let read: Vec<(&str, bool)> = plan.requests.iter().map(|r| (r.pod.as_str(), r.previous)).collect();
-        assert_eq!(read[..3], [("web-a-1", false), ("web-a-1", true), ("web-a-0", false)]);
+        let read: Vec<(&str, bool)> = plan
+            .requests
+            .iter()
+            .map(|r| (r.pod.as_str(), r.previous))
+            .collect();
+        assert_eq!(
+            read[..3],
+            [("web-a-1", false), ("web-a-1", true), ("web-a-0", false)]
+        );
         assert!(plan.bytes_per_read * plan.requests.len() * 2 <= BYTES_IN_ALL);
     }
 
@@ -286,7 +317,11 @@ mod tests {
             pod("web-new-2", "web-new", 10, 0),
         ];
         let plan = LogPlan::for_pods(&pods);
-        let why: Vec<(&str, &str)> = plan.requests.iter().map(|r| (r.pod.as_str(), r.why.as_str())).collect();
+        let why: Vec<(&str, &str)> = plan
+            .requests
+            .iter()
+            .map(|r| (r.pod.as_str(), r.why.as_str()))
+            .collect();
         assert_eq!(why[0], ("web-new-1", "newest ReplicaSet"));
         assert_eq!(why[1], ("web-new-2", "newest ReplicaSet"));
         assert_eq!(why[2].1, "contrast");

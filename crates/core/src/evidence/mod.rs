@@ -35,6 +35,9 @@ pub mod source {
     pub const CLOUDTRAIL: &str = "cloudtrail:LookupEvents (changes to the load balancer, target groups, security groups, node groups)";
     pub const METRIC_HISTORY: &str =
         "cloudwatch:GetMetricData (the alarm's metric over the days CloudWatch keeps)";
+    pub const POD_LOGS: &str = "kubernetes: pods/log (the culprit's pods)";
+    pub const LOGS_INSIGHTS: &str =
+        "logs:StartQuery (CloudWatch Logs Insights over the cluster's container logs)";
     pub const POD_SERIES: &str =
         "pod series: per-pod CPU and memory (Prometheus, else Container Insights)";
 }

@@ -10,6 +10,7 @@ pub mod conviction;
 pub mod dependency;
 pub mod errors;
 pub mod health_check;
+pub mod logs;
 #[cfg(test)]
 pub(crate) mod minutes;
 pub mod placement;
@@ -135,6 +136,8 @@ pub struct Decided {
     pub onset: crate::suspects::Onset,
     /// What the onset was read from, for people.
     pub symptom: String,
+    /// What the culprit's pods printed, when their logs were read.
+    pub logs: Option<crate::logs::LogReport>,
 }
 
 /// What every decider reads.
@@ -151,7 +154,7 @@ type Decider = fn(&Scope<'_>, &mut Decided);
 
 /// The deciders, in the order they run: later ones read what earlier ones
 /// decided (the culprit group, the workload's summary, the findings so far).
-const DECIDERS: [(&str, Decider); 9] = [
+const DECIDERS: [(&str, Decider); 10] = [
     ("the alarm's behaviour", alarm_behaviour),
     ("the traffic", traffic_behind_the_breach),
     ("the load balancer", load_balancer),
@@ -160,6 +163,7 @@ const DECIDERS: [(&str, Decider); 9] = [
     ("the workload", workload_behind_the_culprit),
     ("outliers or broad slowness", outliers_or_broad_slowness),
     ("a dependency", waiting_downstream),
+    ("the logs", logs::what_the_logs_say),
     ("the routing algorithm", routing_algorithm),
 ];
 

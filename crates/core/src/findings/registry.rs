@@ -39,7 +39,7 @@ const fn row(id: FindingId, when_supported: WhenSupported) -> FindingKind {
 use WhenSupported::{Cause, CauseWhenCpuSaturated, Context};
 
 /// Every finding, in causal order.
-pub static FINDINGS: [FindingKind; 24] = [
+pub static FINDINGS: [FindingKind; 25] = [
     // Where: one group changed, all did, or none.
     row(FindingId::SharedLoadBalancerProblem, Cause),
     row(FindingId::ThresholdInsideNormalRange, Cause),
@@ -53,6 +53,8 @@ pub static FINDINGS: [FindingKind; 24] = [
     row(FindingId::HpaScalesInTooEagerly, Cause),
     row(FindingId::TargetErrors, Cause),
     row(FindingId::PodRestarts, Cause),
+    // What the pods say went wrong.
+    row(FindingId::NewLogErrors, Cause),
     // The mechanism in the pods.
     row(FindingId::DownstreamWait, Cause),
     row(FindingId::PodImbalance, Cause),

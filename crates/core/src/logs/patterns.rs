@@ -6,8 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Duration, Utc};
 
 use super::{
-    ContainerRead, EXAMPLE_CHARS, Level, LogPattern, LogReport, PATTERNS_KEPT, Redactor,
-    Templater, Trend,
+    ContainerRead, EXAMPLE_CHARS, Level, LogPattern, LogReport, PATTERNS_KEPT, Redactor, Templater,
+    Trend,
 };
 use crate::evidence::logs::LogEvidence;
 
@@ -68,7 +68,9 @@ pub fn analyse(
                 if tally.example.as_ref().is_none_or(|_| tally.during == 1) {
                     tally.example = Some(example(&text));
                 }
-                if log.previous && last_line.is_some_and(|end| end - line.at <= Duration::minutes(1)) {
+                if log.previous
+                    && last_line.is_some_and(|end| end - line.at <= Duration::minutes(1))
+                {
                     tally.last_words = true;
                 }
             } else {
@@ -156,7 +158,10 @@ fn trend_of(t: &Tally, minutes_before: f64, before_rate: f64, during_rate: f64) 
     }
     if t.before == 0 && t.during >= MIN_LINES {
         Trend::New
-    } else if t.during >= MIN_LINES && during_rate >= before_rate * JUMP && during_rate - before_rate >= 0.5 {
+    } else if t.during >= MIN_LINES
+        && during_rate >= before_rate * JUMP
+        && during_rate - before_rate >= 0.5
+    {
         Trend::Increased
     } else if t.during == 0 || during_rate < before_rate / 2.0 {
         Trend::Decreased
@@ -177,7 +182,10 @@ fn rank(p: &LogPattern) -> (u8, std::cmp::Reverse<Level>) {
 
 /// One line as the report quotes it: redacted (the caller has), one line, cut.
 fn example(text: &str) -> String {
-    let one_line: String = text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
+    let one_line: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
     let trimmed = one_line.trim();
     if trimmed.chars().count() <= EXAMPLE_CHARS {
         return trimmed.to_owned();
@@ -222,7 +230,10 @@ fn first_screen_line(report: &LogReport) -> String {
             .map(|s| format!(" since {}", s.format("%H:%M")))
             .unwrap_or_default();
         let how = match p.trend {
-            Trend::Increased => format!(", up from {}/min to {}/min", p.before_per_minute, p.during_per_minute),
+            Trend::Increased => format!(
+                ", up from {}/min to {}/min",
+                p.before_per_minute, p.during_per_minute
+            ),
             trend => format!(", {}", trend.as_str()),
         };
         return format!(
@@ -234,7 +245,11 @@ fn first_screen_line(report: &LogReport) -> String {
     }
     let lines: usize = report.read.iter().map(|r| r.lines).sum();
     if lines == 0 {
-        return format!("Logs: {} container log{} read, no lines", report.read.len(), if report.read.len() == 1 { "" } else { "s" });
+        return format!(
+            "Logs: {} container log{} read, no lines",
+            report.read.len(),
+            if report.read.len() == 1 { "" } else { "s" }
+        );
     }
     if report.minutes_before < MIN_MINUTES_BEFORE {
         return format!(
@@ -273,7 +288,13 @@ mod tests {
     }
 
     /// A container printing `lines` (minute, text), read over `[from, to]`.
-    fn container(pod: &str, previous: bool, from: i64, to: i64, lines: &[(i64, &str)]) -> ContainerLog {
+    fn container(
+        pod: &str,
+        previous: bool,
+        from: i64,
+        to: i64,
+        lines: &[(i64, &str)],
+    ) -> ContainerLog {
         ContainerLog {
             pod: pod.into(),
             container: "app".into(),
@@ -293,7 +314,9 @@ mod tests {
     }
 
     fn every_minute(from: i64, to: i64, text: &str) -> Vec<(i64, String)> {
-        (from..to).map(|m| (m, text.replace("{m}", &m.to_string()))).collect()
+        (from..to)
+            .map(|m| (m, text.replace("{m}", &m.to_string())))
+            .collect()
     }
 
     fn evidence(containers: Vec<ContainerLog>) -> LogEvidence {
@@ -311,7 +334,11 @@ mod tests {
     #[test]
     fn an_error_that_started_at_the_onset_is_new_and_named_on_the_first_screen() {
         let mut lines = every_minute(-60, 0, "INFO GET /orders/{m} 200");
-        lines.extend(every_minute(-10, 0, "ERROR column \"invoices.currency\" does not exist (order {m})"));
+        lines.extend(every_minute(
+            -10,
+            0,
+            "ERROR column \"invoices.currency\" does not exist (order {m})",
+        ));
         lines.sort();
         let report = analyse(
             &evidence(vec![container("web-1", false, -60, 0, &borrowed(&lines))]),
@@ -327,7 +354,11 @@ mod tests {
 
     #[test]
     fn an_old_noisy_warning_is_steady_with_its_before_count_and_never_new() {
-        let lines = every_minute(-120, 0, "WARN deprecated config key cache.ttl (seen {m} times)");
+        let lines = every_minute(
+            -120,
+            0,
+            "WARN deprecated config key cache.ttl (seen {m} times)",
+        );
         let report = analyse(
             &evidence(vec![container("web-1", false, -120, 0, &borrowed(&lines))]),
             at(-10),
@@ -335,9 +366,16 @@ mod tests {
             &Redactor::default(),
         );
         assert_eq!(report.patterns[0].trend, Trend::Steady);
-        assert_eq!((report.patterns[0].before, report.patterns[0].during), (110, 10));
+        assert_eq!(
+            (report.patterns[0].before, report.patterns[0].during),
+            (110, 10)
+        );
         assert!(report.new_error().is_none());
-        assert!(report.line.contains("nothing new") && report.line.contains("110 before"), "{}", report.line);
+        assert!(
+            report.line.contains("nothing new") && report.line.contains("110 before"),
+            "{}",
+            report.line
+        );
     }
 
     #[test]
@@ -345,14 +383,25 @@ mod tests {
         let lines = every_minute(-30, 0, "ERROR timeout calling ledger after {m}ms");
         let mut reversed = lines.clone();
         reversed.reverse();
-        let a = analyse(&evidence(vec![container("a", false, -30, 0, &borrowed(&lines))]), at(-10), at(0), &Redactor::default());
-        let b = analyse(&evidence(vec![container("a", false, -30, 0, &borrowed(&reversed))]), at(-10), at(0), &Redactor::default());
+        let a = analyse(
+            &evidence(vec![container("a", false, -30, 0, &borrowed(&lines))]),
+            at(-10),
+            at(0),
+            &Redactor::default(),
+        );
+        let b = analyse(
+            &evidence(vec![container("a", false, -30, 0, &borrowed(&reversed))]),
+            at(-10),
+            at(0),
+            &Redactor::default(),
+        );
         assert_eq!(a.patterns[0].template, b.patterns[0].template);
         assert_eq!(a.patterns[0].during, b.patterns[0].during);
     }
 
     #[test]
-    fn a_stack_trace_counts_once_under_its_first_line_and_the_last_words_of_a_killed_instance_are_named() {
+    fn a_stack_trace_counts_once_under_its_first_line_and_the_last_words_of_a_killed_instance_are_named()
+     {
         let lines = [
             (-20, "INFO started"),
             (-3, "java.lang.OutOfMemoryError: Java heap space"),
@@ -369,7 +418,12 @@ mod tests {
         assert_eq!(oom.template, "java.lang.OutOfMemoryError: Java heap space");
         assert_eq!(oom.trend, Trend::LastWords);
         assert_eq!(oom.during, 1);
-        assert_eq!(report.patterns.len(), 2, "frames are folded: {:?}", report.patterns);
+        assert_eq!(
+            report.patterns.len(),
+            2,
+            "frames are folded: {:?}",
+            report.patterns
+        );
     }
 
     #[test]
@@ -381,17 +435,35 @@ mod tests {
         lines.extend(every_minute(-10, 0, "ERROR retrying payment {m}3"));
         lines.extend(every_minute(-10, 0, "ERROR retrying payment {m}4"));
         lines.sort();
-        let report = analyse(&evidence(vec![container("a", false, -60, 0, &borrowed(&lines))]), at(-10), at(0), &Redactor::default());
+        let report = analyse(
+            &evidence(vec![container("a", false, -60, 0, &borrowed(&lines))]),
+            at(-10),
+            at(0),
+            &Redactor::default(),
+        );
         assert_eq!(report.patterns[0].trend, Trend::Increased);
-        let short = analyse(&evidence(vec![container("a", false, -12, 0, &borrowed(&lines[..5]))]), at(-10), at(0), &Redactor::default());
+        let short = analyse(
+            &evidence(vec![container("a", false, -12, 0, &borrowed(&lines[..5]))]),
+            at(-10),
+            at(0),
+            &Redactor::default(),
+        );
         assert!(short.patterns.iter().all(|p| p.trend == Trend::Unknown));
     }
 
     #[test]
     fn secrets_never_reach_an_example_and_examples_are_cut() {
-        let long = format!("ERROR login failed for jane@example.com password=hunter2 {}", "x".repeat(400));
+        let long = format!(
+            "ERROR login failed for jane@example.com password=hunter2 {}",
+            "x".repeat(400)
+        );
         let lines = [(-2, long.as_str())];
-        let report = analyse(&evidence(vec![container("a", false, -30, 0, &lines)]), at(-10), at(0), &Redactor::default());
+        let report = analyse(
+            &evidence(vec![container("a", false, -30, 0, &lines)]),
+            at(-10),
+            at(0),
+            &Redactor::default(),
+        );
         let example = &report.patterns[0].example;
         assert!(!example.contains("hunter2") && !example.contains("jane@"));
         assert!(example.chars().count() <= EXAMPLE_CHARS);

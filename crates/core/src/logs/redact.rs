@@ -19,10 +19,19 @@ fn built_in() -> Vec<(Regex, &'static str)> {
             "${1}${2}<redacted>",
         ),
         (r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]+=*", "Bearer <redacted>"),
-        (r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*", "<jwt>"),
-        (r"\b(?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA)[A-Z0-9]{16}\b", "<aws-key>"),
+        (
+            r"\beyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*",
+            "<jwt>",
+        ),
+        (
+            r"\b(?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA)[A-Z0-9]{16}\b",
+            "<aws-key>",
+        ),
         // Credentials in a URL: scheme://user:password@host.
-        (r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@", "${1}<redacted>@"),
+        (
+            r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@",
+            "${1}<redacted>@",
+        ),
         // key=value and key: value for secret-looking keys (JSON quoted or not).
         (
             r#"(?i)\b([\w.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|credential|private[_-]?key|session[_-]?id)[\w.-]*)(["']?\s*[:=]\s*["']?)[^\s"'&;,}]+"#,
@@ -30,7 +39,10 @@ fn built_in() -> Vec<(Regex, &'static str)> {
         ),
         // A 40-character AWS secret access key standing alone.
         (r"\b[A-Za-z0-9/+]{40}\b", "<secret>"),
-        (r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b", "<email>"),
+        (
+            r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
+            "<email>",
+        ),
         // Card numbers are checked with Luhn below; this finds candidates.
         (r"\b\d(?:[ -]?\d){12,18}\b", "<card>"),
     ];
@@ -152,16 +164,34 @@ mod tests {
         let planted = [
             ("GET /x Authorization: Bearer abc.def-123", "abc.def-123"),
             ("Authorization=Basic dXNlcjpodW50ZXIy", "dXNlcjpodW50ZXIy"),
-            ("token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sflKxwRJSMeKKF2QT4fw", "eyJhbGciOiJIUzI1NiJ9"),
-            ("using key AKIAIOSFODNN7EXAMPLE for s3", "AKIAIOSFODNN7EXAMPLE"),
-            ("aws wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY here", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
-            ("jdbc:postgresql://db:5432/app?user=app&password=hunter2", "hunter2"),
+            (
+                "token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.sflKxwRJSMeKKF2QT4fw",
+                "eyJhbGciOiJIUzI1NiJ9",
+            ),
+            (
+                "using key AKIAIOSFODNN7EXAMPLE for s3",
+                "AKIAIOSFODNN7EXAMPLE",
+            ),
+            (
+                "aws wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY here",
+                "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+            ),
+            (
+                "jdbc:postgresql://db:5432/app?user=app&password=hunter2",
+                "hunter2",
+            ),
             ("connecting to postgres://app:s3cr3t@db:5432/app", "s3cr3t"),
             (r#"{"client_secret": "zz-top-9"}"#, "zz-top-9"),
             ("refresh token=abcd1234efgh", "abcd1234efgh"),
             ("mail sent to jane.doe@example.com", "jane.doe@example.com"),
-            ("charge card 4111 1111 1111 1111 declined", "4111 1111 1111 1111"),
-            ("charge card 4111-1111-1111-1111 declined", "4111-1111-1111-1111"),
+            (
+                "charge card 4111 1111 1111 1111 declined",
+                "4111 1111 1111 1111",
+            ),
+            (
+                "charge card 4111-1111-1111-1111 declined",
+                "4111-1111-1111-1111",
+            ),
             ("x-api-key: k-12345-abc", "k-12345-abc"),
         ];
         for (line, secret) in planted {
@@ -174,12 +204,18 @@ mod tests {
     fn ordinary_numbers_and_words_are_left_alone() {
         let line = "GET /api/orders/1234567 200 took 35ms from 10.1.2.3:8080 request 550e8400-e29b-41d4-a716-446655440000";
         assert_eq!(redacted(line), line);
-        assert_eq!(redacted("column \"invoices.currency\" does not exist"), "column \"invoices.currency\" does not exist");
+        assert_eq!(
+            redacted("column \"invoices.currency\" does not exist"),
+            "column \"invoices.currency\" does not exist"
+        );
     }
 
     #[test]
     fn a_number_that_fails_luhn_is_not_a_card() {
-        assert_eq!(redacted("order 1234 5678 9012 3456 shipped"), "order 1234 5678 9012 3456 shipped");
+        assert_eq!(
+            redacted("order 1234 5678 9012 3456 shipped"),
+            "order 1234 5678 9012 3456 shipped"
+        );
     }
 
     #[test]

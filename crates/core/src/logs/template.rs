@@ -98,14 +98,17 @@ impl Templater {
     fn message(&self, line: &str) -> (String, Option<Level>) {
         let trimmed = line.trim();
         if trimmed.starts_with('{')
-            && let Ok(serde_json::Value::Object(fields)) = serde_json::from_str::<serde_json::Value>(trimmed)
+            && let Ok(serde_json::Value::Object(fields)) =
+                serde_json::from_str::<serde_json::Value>(trimmed)
         {
             let text = |key: &str| fields.get(key).and_then(|v| v.as_str()).map(str::to_owned);
             let level = ["level", "severity", "lvl", "log.level"]
                 .into_iter()
                 .find_map(text)
                 .map(|l| self.level_word(&l));
-            let message = ["msg", "message", "log", "event"].into_iter().find_map(text);
+            let message = ["msg", "message", "log", "event"]
+                .into_iter()
+                .find_map(text);
             let error = ["error", "err", "exception"].into_iter().find_map(text);
             let joined = match (message, error) {
                 (Some(m), Some(e)) => format!("{m}: {e}"),
@@ -113,7 +116,9 @@ impl Templater {
                 (None, Some(e)) => e,
                 (None, None) => trimmed.to_owned(),
             };
-            let prefix = level.map(|l| format!("{} ", l.as_str().to_uppercase())).unwrap_or_default();
+            let prefix = level
+                .map(|l| format!("{} ", l.as_str().to_uppercase()))
+                .unwrap_or_default();
             return (format!("{prefix}{joined}"), level);
         }
         (self.leading_time.replace(trimmed, "").into_owned(), None)
@@ -169,10 +174,17 @@ mod tests {
 
     #[test]
     fn the_same_event_with_other_numbers_ids_and_addresses_is_one_template() {
-        let a = t("2026-12-04T08:00:01.123Z ERROR dial tcp 10.0.3.7:5432: connect: connection refused (request 550e8400-e29b-41d4-a716-446655440000, took 35ms)");
-        let b = t("2026-12-04 09:13:44,001 ERROR dial tcp 10.0.9.250:5432: connect: connection refused (request 123e4567-e89b-12d3-a456-426614174000, took 1.5s)");
+        let a = t(
+            "2026-12-04T08:00:01.123Z ERROR dial tcp 10.0.3.7:5432: connect: connection refused (request 550e8400-e29b-41d4-a716-446655440000, took 35ms)",
+        );
+        let b = t(
+            "2026-12-04 09:13:44,001 ERROR dial tcp 10.0.9.250:5432: connect: connection refused (request 123e4567-e89b-12d3-a456-426614174000, took 1.5s)",
+        );
         assert_eq!(a, b);
-        assert_eq!(a, "ERROR dial tcp <ip>:<n>: connect: connection refused (request <uuid>, took <duration>)");
+        assert_eq!(
+            a,
+            "ERROR dial tcp <ip>:<n>: connect: connection refused (request <uuid>, took <duration>)"
+        );
     }
 
     #[test]
@@ -186,7 +198,8 @@ mod tests {
     #[test]
     fn json_lines_are_templated_from_their_message_and_level() {
         let templater = Templater::default();
-        let line = r#"{"ts":"2026-12-04T08:00:00Z","level":"error","msg":"payment failed","order":1234}"#;
+        let line =
+            r#"{"ts":"2026-12-04T08:00:00Z","level":"error","msg":"payment failed","order":1234}"#;
         assert_eq!(templater.level(line), Level::Error);
         assert_eq!(templater.template(line, None), "ERROR payment failed");
     }
@@ -194,9 +207,18 @@ mod tests {
     #[test]
     fn levels_come_from_the_words_exceptions_and_panics() {
         let templater = Templater::default();
-        assert_eq!(templater.level("java.lang.OutOfMemoryError: Java heap space"), Level::Error);
-        assert_eq!(templater.level("fatal error: runtime: out of memory"), Level::Error);
-        assert_eq!(templater.level("WARN deprecated config key cache.ttl"), Level::Warning);
+        assert_eq!(
+            templater.level("java.lang.OutOfMemoryError: Java heap space"),
+            Level::Error
+        );
+        assert_eq!(
+            templater.level("fatal error: runtime: out of memory"),
+            Level::Error
+        );
+        assert_eq!(
+            templater.level("WARN deprecated config key cache.ttl"),
+            Level::Warning
+        );
         assert_eq!(templater.level("INFO GET /health 200"), Level::Info);
         assert_eq!(templater.level("user errorless path"), Level::Info);
     }
@@ -214,7 +236,10 @@ mod tests {
     fn the_pod_own_name_is_masked() {
         let templater = Templater::default();
         assert_eq!(
-            templater.template("INFO web-7f4c9b6d52-8wjzc started", Some("web-7f4c9b6d52-8wjzc")),
+            templater.template(
+                "INFO web-7f4c9b6d52-8wjzc started",
+                Some("web-7f4c9b6d52-8wjzc")
+            ),
             "INFO <pod> started"
         );
     }

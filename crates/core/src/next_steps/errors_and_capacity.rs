@@ -286,3 +286,79 @@ pub fn look_at_the_place(context: &Context<'_>) -> Option<NextStep> {
         }),
     }
 }
+
+/// The longest literal stretch of a template (its masks cut out), to grep for.
+fn literal_of(template: &str) -> String {
+    let mut best = "";
+    let mut rest = template;
+    while !rest.is_empty() {
+        let (piece, after) = match rest.find('<') {
+            Some(open) => {
+                let close = rest[open..].find('>').map_or(rest.len(), |c| open + c + 1);
+                (&rest[..open], &rest[close..])
+            }
+            None => (rest, ""),
+        };
+        let piece = piece.trim_matches(|c: char| {
+            c == '"' || c == '\'' || c.is_whitespace() || c == ':' || c == '('
+        });
+        if piece.chars().count() > best.chars().count() {
+            best = piece;
+        }
+        rest = after;
+    }
+    best.to_owned()
+}
+
+/// The pods began to print an error with the breach: its text names what
+/// failed (a column, a host and port, a heap); read it where it is printed.
+pub fn read_the_new_error(context: &Context<'_>) -> Option<NextStep> {
+    let finding = context.cause(FindingId::NewLogErrors)?;
+    let Facts::Logs {
+        namespace,
+        template,
+        pods,
+        container,
+        since,
+        previous,
+    } = &finding.facts
+    else {
+        return None;
+    };
+    let pod = pods.first()?;
+    let literal = literal_of(template);
+    let grep = if literal.chars().count() >= 6 {
+        format!(" | grep -F -e {}", shell_quote(&literal))
+    } else {
+        String::new()
+    };
+    let container_flag = if container.is_empty() {
+        String::new()
+    } else {
+        format!(" -c {}", shell_quote(container))
+    };
+    let mut commands = vec![kubectl(format!(
+        "kubectl -n {} logs {}{container_flag}{} --since-time={} --timestamps{grep}",
+        shell_quote(namespace),
+        shell_quote(pod),
+        if *previous { " --previous" } else { "" },
+        iso(*since - chrono::Duration::minutes(5)),
+    ))];
+    if !*previous {
+        commands.push(kubectl(format!(
+            "kubectl -n {} logs {}{container_flag} --previous --tail=50",
+            shell_quote(namespace),
+            shell_quote(pod)
+        )));
+    }
+    Some(NextStep {
+        proposal: format!(
+            "Read the error the pods began to print at {}: {}; what it names (a column, a host and port, a limit) is where the fix is",
+            since.format("%H:%M"),
+            crate::logs::patterns::quoted(template)
+        ),
+        rationale: finding.summary.clone(),
+        trade_offs: None,
+        commands,
+    })
+}

@@ -72,7 +72,7 @@ pub type Rule = fn(&Context<'_>) -> Option<NextStep>;
 /// gets no next step), causes in causal order; the generic steps (date the
 /// flapping, investigate the culprit group) follow them, and rules about the
 /// alarm itself (no finding) come last.
-pub const RULES: [(Option<FindingId>, Rule); 28] = [
+pub const RULES: [(Option<FindingId>, Rule); 29] = [
     (
         Some(FindingId::CommonFactor),
         errors_and_capacity::look_at_the_place,
@@ -85,6 +85,10 @@ pub const RULES: [(Option<FindingId>, Rule); 28] = [
     ),
     (Some(FindingId::PodImbalance), rules::look_at_the_hot_pod),
     (Some(FindingId::PodRestarts), rules::find_why_pods_restarted),
+    (
+        Some(FindingId::NewLogErrors),
+        errors_and_capacity::read_the_new_error,
+    ),
     (Some(FindingId::DownstreamWait), rules::look_downstream),
     (Some(FindingId::CpuThrottling), rules::more_cpu_headroom),
     (

@@ -30,6 +30,8 @@ pub struct Brief<'a> {
     pub steps: Vec<BriefStep<'a>>,
     /// `source: reason` of each evidence gap.
     pub not_checked: Vec<String>,
+    /// What the logs say, when they were read and no cause already quotes them.
+    pub logs: Option<&'a str>,
 }
 
 /// The first screen of `d`.
@@ -76,10 +78,19 @@ pub fn brief(d: &Diagnosis) -> Brief<'_> {
             ruled_out.push(reason);
         }
     }
+    let logs_are_a_cause = d
+        .findings
+        .iter()
+        .any(|f| f.id == FindingId::NewLogErrors && f.role == Role::Cause);
     Brief {
         verdict,
         causes,
         ruled_out,
+        logs: d
+            .logs
+            .as_ref()
+            .filter(|_| !logs_are_a_cause)
+            .map(|l| l.line.as_str()),
         steps: d
             .next_steps
             .iter()

@@ -14,6 +14,9 @@ use std::borrow::Cow;
 /// breaks (including Unicode's line and paragraph separators) and tabs into
 /// spaces, so no field can start a line of its own in an email or a chat.
 /// Text without such characters (nearly all of it) is borrowed, not copied.
+/// Log patterns the details show (the JSON keeps more).
+pub const LOG_PATTERNS_SHOWN: usize = 5;
+
 pub fn one_line(text: &str) -> Cow<'_, str> {
     // Printable ASCII (nearly every field) is checked a byte at a time; only
     // text with other bytes is decoded into characters.

@@ -139,6 +139,9 @@ pub fn first_message(d: &Diagnosis) -> Value {
             escape(&truncate(changed, MAX_SECTION_TEXT - 40))
         )));
     }
+    if let Some(logs) = b.logs {
+        blocks.push(context(&escape(&truncate(logs, MAX_SECTION_TEXT - 40))));
+    }
     if !b.steps.is_empty() {
         let steps: Vec<String> = b
             .steps
@@ -170,6 +173,41 @@ pub fn first_message(d: &Diagnosis) -> Value {
         "text": truncate(&escape(&capitalise(&d.headline)), MAX_SECTION_TEXT),
         "blocks": blocks,
     })
+}
+
+/// The top patterns in the pods' logs, for the details.
+fn logs_block(d: &Diagnosis) -> Option<Value> {
+    let logs = d.logs.as_ref()?;
+    let rows: Vec<String> = logs
+        .patterns
+        .iter()
+        .take(super::LOG_PATTERNS_SHOWN)
+        .map(|p| {
+            format!(
+                "• *{}* {} `{}` ({} before, {} since{})\n```{}```",
+                p.trend.as_str(),
+                p.level.as_str(),
+                escape(&truncate(&p.template, 200)),
+                p.before,
+                p.during,
+                if p.pods.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {}", escape(&p.pods.join(", ")))
+                },
+                escape_code(&truncate(&p.example, 300))
+            )
+        })
+        .collect();
+    Some(mrkdwn_section(&truncate(
+        &format!(
+            "*Logs* ({} pod(s) read; onset {})\n{}",
+            logs.pods_read(),
+            logs.onset.format("%H:%M UTC"),
+            rows.join("\n")
+        ),
+        MAX_SECTION_TEXT,
+    )))
 }
 
 /// The change timeline, newest first, for the details.
@@ -333,6 +371,7 @@ pub fn details(d: &Diagnosis) -> Value {
             escape_code(&rows.join("\n"))
         )));
     }
+    blocks.extend(logs_block(d));
     blocks.extend(changes_block(d));
     if !d.evidence_gaps.is_empty() {
         let gaps: Vec<String> = d

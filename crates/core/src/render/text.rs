@@ -25,6 +25,7 @@ pub fn render(d: &Diagnosis) -> String {
     behaviour_section(&mut out, d);
     findings_section(&mut out, d);
     workload_section(&mut out, d);
+    logs_section(&mut out, d);
     changes_section(&mut out, d);
     gaps_section(&mut out, d);
     next_steps_section(&mut out, d);
@@ -133,6 +134,11 @@ pub fn first_screen(d: &Diagnosis) -> Vec<String> {
         .as_deref()
         .map(|c| wrapped_lines("", &one_line(c), 2))
         .unwrap_or_default();
+    let logs = b
+        .logs
+        .map(|l| wrapped_lines("", &one_line(l), 2))
+        .unwrap_or_default();
+    let changed: Vec<String> = changed.into_iter().chain(logs).collect();
     let not_checked = if b.not_checked.is_empty() {
         Vec::new()
     } else {
@@ -326,6 +332,45 @@ fn findings_section(out: &mut String, d: &Diagnosis) {
         }
         out.push('\n');
     }
+}
+
+/// The top patterns in the pods' logs: counts before and since the onset,
+/// the pods printing them and one redacted example each.
+fn logs_section(out: &mut String, d: &Diagnosis) {
+    let Some(logs) = &d.logs else {
+        return;
+    };
+    push_wrapped(
+        out,
+        "",
+        &format!(
+            "LOGS ({} container log(s) from {} pod(s); before and since the onset at {}: {:.0} and {:.0} min read)",
+            logs.read.len(),
+            logs.pods_read(),
+            logs.onset.format("%H:%M UTC"),
+            logs.minutes_before,
+            logs.minutes_during
+        ),
+    );
+    for p in logs.patterns.iter().take(crate::render::LOG_PATTERNS_SHOWN) {
+        push_wrapped(
+            out,
+            "  ",
+            &format!(
+                "[{}, {}] {} before, {} since: {}",
+                p.trend.as_str(),
+                p.level.as_str(),
+                p.before,
+                p.during,
+                one_line(&p.template)
+            ),
+        );
+        if !p.pods.is_empty() {
+            push_wrapped(out, "      pods: ", &p.pods.join(", "));
+        }
+        push_wrapped(out, "      e.g. ", &one_line(&p.example));
+    }
+    out.push('\n');
 }
 
 /// The pods behind the culprit, one line each.
