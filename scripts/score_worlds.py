@@ -18,6 +18,7 @@ import argparse
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import yaml
@@ -35,8 +36,9 @@ def listed(expected, key):
     return [x for x in (expected.get(key) or []) if isinstance(x, str)]
 
 
-def checks(expected, d):
-    """(name, passed, detail) for every expectation."""
+def checks(expected, d, everything=""):
+    """(name, passed, detail) for every expectation; `everything` is every
+    rendering and the bot's own log, where no planted secret may appear."""
     findings = {f["id"]: f for f in d.get("findings", [])}
     gaps = [g["source"] for g in d.get("evidence_gaps", [])]
     out = []
@@ -102,6 +104,23 @@ def checks(expected, d):
     said = f"{d.get('headline', '')} {line} {advice}".lower()
     for banned in listed(expected, "must_not_say"):
         check(f"does not say {banned!r}", banned.lower() not in said, "said")
+    want_logs = expected.get("logs") or {}
+    patterns = (d.get("logs") or {}).get("patterns") or []
+    is_new = lambda p: p.get("trend") in ("new", "last_words", "increased")
+    named = next((p for p in patterns if is_new(p) and p.get("level") == "error"), None)
+    if "new_pattern" in want_logs:
+        want = want_logs["new_pattern"].lower()
+        check(f"logs new {want!r}", named is not None and want in named["template"].lower(),
+              named["template"] if named else "no new error")
+    for old in want_logs.get("old_patterns") or []:
+        hits = [p for p in patterns if old.lower() in p["template"].lower()]
+        ok = bool(hits) and all(not is_new(p) and p.get("before", 0) > 0 for p in hits)
+        check(f"logs old {old!r}", ok, ", ".join(f"{p['trend']} {p['before']}" for p in hits) or "not reported")
+    if want_logs.get("none_new"):
+        new = [p["template"] for p in patterns if is_new(p) and p.get("level") != "info"]
+        check("logs none new", not new, "; ".join(new))
+    for secret in listed(expected, "secrets"):
+        check("no leak", secret not in everything, "a planted secret leaked")
     order = ["info", "warning", "critical"]
     if "severity" in expected:
         check("severity", d.get("severity") == expected["severity"], f"got {d.get('severity')}")
@@ -113,13 +132,16 @@ def checks(expected, d):
 
 
 def diagnose(binary, world):
-    run = subprocess.run(
-        [binary, "replay", "--world", str(world), "--format", "json"],
-        capture_output=True, text=True, timeout=600,
-    )
-    if run.returncode != 0:
-        raise RuntimeError(f"exit {run.returncode}: {run.stderr.strip()[-800:]}")
-    return json.loads(run.stdout.strip().splitlines()[0])
+    """The diagnosis, and every rendering plus the bot's own log as one text."""
+    with tempfile.TemporaryDirectory() as out:
+        run = subprocess.run(
+            [binary, "replay", "--world", str(world), "--format", "json", "--out-dir", out],
+            capture_output=True, text=True, timeout=600,
+        )
+        if run.returncode != 0:
+            raise RuntimeError(f"exit {run.returncode}: {run.stderr.strip()[-800:]}")
+        rendered = [p.read_text(errors="replace") for p in Path(out).rglob("*") if p.suffix in (".json", ".txt")]
+    return json.loads(run.stdout.strip().splitlines()[0]), "\n".join([run.stdout, run.stderr, *rendered])
 
 
 def main():
@@ -135,7 +157,7 @@ def main():
         expected = yaml.safe_load((world / "expected.yaml").read_text())
         worlds += 1
         try:
-            d = diagnose(args.binary, world)
+            d, everything = diagnose(args.binary, world)
         except Exception as e:  # a world that cannot be diagnosed fails every check
             n = max(1, len(checks(expected, {})))
             total += n
@@ -144,7 +166,7 @@ def main():
         if args.save:
             Path(args.save).mkdir(parents=True, exist_ok=True)
             (Path(args.save) / f"{world.name}.json").write_text(json.dumps(d, indent=2))
-        results = checks(expected, d)
+        results = checks(expected, d, everything)
         ok = sum(1 for _, p, _ in results if p)
         total += len(results)
         passed += ok

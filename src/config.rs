@@ -135,6 +135,12 @@ pub struct ClusterSettings {
     pub prometheus_service: Option<String>,
     /// `KUBE_TIMEOUT_MS`: connect and read timeout of every Kubernetes and Prometheus call.
     pub timeout: Duration,
+    /// `LOG_GROUPS` (comma-separated): where the cluster ships container logs,
+    /// for Logs Insights; else Container Insights' `/aws/containerinsights/<cluster>/application`.
+    pub log_groups: Vec<String>,
+    /// `LOG_REDACT`: a JSON array of extra regexes whose matches are masked in
+    /// every log line read, on top of the built-in secrets and personal data.
+    pub log_redact: Vec<String>,
 }
 
 impl Config {
@@ -237,6 +243,15 @@ impl Config {
                     100,
                     30_000,
                 )?),
+                log_groups: non_empty(&lookup, "LOG_GROUPS")
+                    .map(|v| {
+                        v.split(',')
+                            .map(|g| g.trim().to_owned())
+                            .filter(|g| !g.is_empty())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+                log_redact: log_redact(&lookup)?,
             },
         })
     }
@@ -515,6 +530,25 @@ fn slack_api_url(lookup: &impl Fn(&str) -> Option<String>) -> Result<String> {
     Ok(api_url)
 }
 
+/// `LOG_REDACT`: a JSON array of regexes, each checked to compile now, so a
+/// typo fails the cold start instead of letting a secret through.
+fn log_redact(lookup: &impl Fn(&str) -> Option<String>) -> Result<Vec<String>> {
+    let Some(raw) = non_empty(lookup, "LOG_REDACT") else {
+        return Ok(Vec::new());
+    };
+    let invalid = |problem: String| Error::Config {
+        variable: "LOG_REDACT",
+        problem,
+    };
+    let patterns: Vec<String> = serde_json::from_str(&raw).map_err(|e| {
+        invalid(format!(
+            "is not a JSON array of strings ({e}); expected for example [\"cust-[0-9]{{8}}\"]"
+        ))
+    })?;
+    alarm_triage_core::logs::Redactor::with_extra(&patterns).map_err(|e| invalid(e.to_string()))?;
+    Ok(patterns)
+}
+
 fn non_empty(lookup: &impl Fn(&str) -> Option<String>, variable: &str) -> Option<String> {
     lookup(variable)
         .map(|v| v.trim().to_owned())
@@ -710,6 +744,32 @@ mod tests {
         assert_eq!(
             config.budget_for(Duration::from_secs(10)).overall,
             Duration::from_secs(7)
+        );
+    }
+
+    #[test]
+    fn log_redact_takes_a_json_array_of_regexes_and_names_a_bad_one() {
+        let base = |extra: &'static str| {
+            move |name: &str| match name {
+                "AWS_REGION" => Some("eu-west-1".to_owned()),
+                "LOG_REDACT" => Some(extra.to_owned()),
+                "LOG_GROUPS" => Some("/eks/app, /eks/batch".to_owned()),
+                _ => None,
+            }
+        };
+        let ok = Config::from_lookup(base(r#"["cust-[0-9]{8}"]"#)).map(|c| c.cluster);
+        assert!(
+            matches!(&ok, Ok(c) if c.log_redact == ["cust-[0-9]{8}"] && c.log_groups == ["/eks/app", "/eks/batch"])
+        );
+        let not_json = Config::from_lookup(base("cust-[0-9]{8}")).map(|_| ());
+        assert!(
+            matches!(&not_json, Err(Error::Config { variable: "LOG_REDACT", problem }) if problem.contains("JSON array")),
+            "{not_json:?}"
+        );
+        let bad_regex = Config::from_lookup(base(r#"["cust-[0-9"]"#)).map(|_| ());
+        assert!(
+            matches!(&bad_regex, Err(Error::Config { variable: "LOG_REDACT", problem }) if problem.contains("cust-[0-9")),
+            "{bad_regex:?}"
         );
     }
 }

@@ -117,11 +117,19 @@ fn policy_problems(template: &Value) -> Vec<String> {
                     // Reads whose names do not say so, granted on named resources only:
                     // an AMP workspace, the member roles (themselves read-only).
                     // The feedback table's answers and index are the bot's own.
-                    let scoped_read =
-                        ["aps:QueryMetrics", "sts:AssumeRole", "dynamodb:Query"].contains(&action);
+                    // A Logs Insights query over the container log groups.
+                    let scoped_read = [
+                        "aps:QueryMetrics",
+                        "sts:AssumeRole",
+                        "dynamodb:Query",
+                        "logs:StartQuery",
+                    ]
+                    .contains(&action);
                     // A read IAM cannot scope to a resource (CloudTrail's
                     // management events: what changed on the path), so on "*".
-                    let unscopable_read = action == "cloudtrail:LookupEvents";
+                    // StopQuery ends a query the bot started; it has no resource either.
+                    let unscopable_read =
+                        ["cloudtrail:LookupEvents", "logs:StopQuery"].contains(&action);
                     let read = ["Describe", "Get", "List"]
                         .iter()
                         .any(|p| verb.starts_with(p))

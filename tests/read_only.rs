@@ -32,13 +32,22 @@ const OWN_WRITES: [&str; 10] = [
 /// Reads whose names do not say so (querying an AMP workspace, assuming the
 /// read-only member role), granted only on named resources.
 /// `dynamodb:Query` reads the bot's own feedback table (answers to a diagnosis, a service's track record).
-const SCOPED_READS: [&str; 3] = ["aps:QueryMetrics", "sts:AssumeRole", "dynamodb:Query"];
+/// `logs:StartQuery` runs a read-only Logs Insights query over the container log groups.
+const SCOPED_READS: [&str; 4] = [
+    "aps:QueryMetrics",
+    "sts:AssumeRole",
+    "dynamodb:Query",
+    "logs:StartQuery",
+];
 
 /// Reads whose names do not say so and that IAM cannot scope to a resource:
 /// `cloudtrail:LookupEvents` reads the management events (what changed on the
 /// load balancer, its target groups and security groups) and supports no
 /// resource-level permission, so it is granted on `*` on purpose.
-const UNSCOPABLE_READS: [&str; 1] = ["cloudtrail:LookupEvents"];
+/// `logs:StopQuery` stops a Logs Insights query the bot itself started (it
+/// ends a scan, changes no data) and, like `logs:StartQuery`'s results, has
+/// no resource-level permission.
+const UNSCOPABLE_READS: [&str; 2] = ["cloudtrail:LookupEvents", "logs:StopQuery"];
 
 fn iam_problems(policy: &Value) -> Vec<String> {
     let mut problems = Vec::new();

@@ -175,6 +175,7 @@ mod tests {
             pods: vec!["web-1a2b3c-x1".to_owned(), "db-0".to_owned()],
             // A StatefulSet pod has no ReplicaSet: its name is guessed.
             workloads: [("web-1a2b3c-x1".to_owned(), "web".to_owned())].into(),
+            logs: Default::default(),
         };
         let q = queries("prod", &listed, 60);
         assert_eq!(q.len(), 4);

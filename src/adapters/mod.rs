@@ -9,6 +9,7 @@ pub mod dynamodb;
 pub mod eks;
 pub mod elbv2;
 pub mod kubernetes;
+pub mod logs_insights;
 pub mod prometheus;
 pub mod secrets;
 pub mod slack;
@@ -142,6 +143,9 @@ pub struct AwsSources {
     pub cloudtrail: cloudtrail::CloudTrailSource,
     /// Where the pods' series come from, chosen once from the configuration.
     pub pod_series: PodSeriesFrom,
+    pub logs_insights: logs_insights::LogsInsightsSource,
+    /// Masks secrets in every log line the moment it is read.
+    pub redactor: std::sync::Arc<alarm_triage_core::logs::Redactor>,
     /// Sources for other accounts and regions; `None` for sources that read one only.
     pub accounts: Option<std::sync::Arc<accounts::AccountScope>>,
 }
@@ -193,6 +197,15 @@ impl AwsSources {
             kubernetes,
             cloudtrail: cloudtrail::CloudTrailSource::new(aws_sdk_cloudtrail::Client::new(config)),
             pod_series,
+            logs_insights: logs_insights::LogsInsightsSource::new(
+                aws_sdk_cloudwatchlogs::Client::new(config),
+                cluster.log_groups.clone(),
+            ),
+            // The patterns were checked when the configuration was read.
+            redactor: std::sync::Arc::new(
+                alarm_triage_core::logs::Redactor::with_extra(&cluster.log_redact)
+                    .unwrap_or_default(),
+            ),
         }
     }
 }
@@ -451,6 +464,51 @@ mod delegation {
             self.pod_series
                 .pod_series(pods, start, end, step_seconds)
                 .await
+        }
+    }
+
+    impl crate::evidence::LogSource for AwsSources {
+        async fn container_log(
+            &self,
+            pods: &PodsListed,
+            request: &crate::evidence::logs::LogRequest,
+            window: crate::evidence::logs::LogWindow,
+            limit_bytes: usize,
+        ) -> Result<crate::evidence::logs::ContainerLog> {
+            let mut log = self
+                .kubernetes
+                .container_log(pods, request, window, limit_bytes)
+                .await?;
+            self.redact(&mut log);
+            Ok(log)
+        }
+
+        async fn workload_logs(
+            &self,
+            pods: &PodsListed,
+            window: crate::evidence::logs::LogWindow,
+            limit_bytes: usize,
+        ) -> Result<Option<Vec<crate::evidence::logs::ContainerLog>>> {
+            let cluster = self.kubernetes.cluster_of(pods);
+            let mut logs = self
+                .logs_insights
+                .workload_logs(pods, cluster.as_deref(), window, limit_bytes)
+                .await?;
+            for log in logs.iter_mut().flatten() {
+                self.redact(log);
+            }
+            Ok(logs)
+        }
+    }
+
+    impl AwsSources {
+        /// Every line, before anything else sees it.
+        fn redact(&self, log: &mut crate::evidence::logs::ContainerLog) {
+            for line in &mut log.lines {
+                if let std::borrow::Cow::Owned(clean) = self.redactor.redact(&line.text) {
+                    line.text = clean;
+                }
+            }
         }
     }
 

@@ -32,6 +32,8 @@ pub struct StaticSources {
     /// TargetGroupBindings, when the cluster is known before the culprit.
     pub bindings: Option<TargetGroupBindings>,
     pub pod_series: Option<PodSeries>,
+    /// Each pod's log lines (`None`: the cluster ships no logs to CloudWatch).
+    pub pod_logs: BTreeMap<String, Vec<super::logs::LogLine>>,
     /// The audit trail's records, answered to the lookups whose attribute they match.
     pub trail: Vec<super::changes::TrailEvent>,
     /// Every call waits this long first (use with tokio's paused clock).
@@ -209,6 +211,48 @@ impl PodSeriesSource for StaticSources {
             reason: "no Prometheus in this fake".to_owned(),
             retryable: false,
         })
+    }
+}
+
+impl super::LogSource for StaticSources {
+    async fn container_log(
+        &self,
+        _: &PodsListed,
+        request: &super::logs::LogRequest,
+        window: super::logs::LogWindow,
+        _: usize,
+    ) -> Result<super::logs::ContainerLog> {
+        self.enter(super::source::POD_LOGS).await?;
+        let lines: Vec<super::logs::LogLine> = self
+            .pod_logs
+            .get(&request.pod)
+            .into_iter()
+            .flatten()
+            .filter(|l| l.at >= window.baseline && l.at <= window.now)
+            .cloned()
+            .collect();
+        let read = super::logs::LogRead {
+            since: window.baseline,
+            bytes: lines.iter().map(|l| l.text.len() + 1).sum(),
+            lines,
+            cut: false,
+        };
+        Ok(super::logs::ContainerLog::from_reads(
+            request,
+            super::logs::LogOrigin::PodLog,
+            vec![read],
+            window.now,
+        ))
+    }
+
+    async fn workload_logs(
+        &self,
+        _: &PodsListed,
+        _: super::logs::LogWindow,
+        _: usize,
+    ) -> Result<Option<Vec<super::logs::ContainerLog>>> {
+        self.enter(super::source::LOGS_INSIGHTS).await?;
+        Ok(None)
     }
 }
 

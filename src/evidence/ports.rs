@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use super::model::{
     AlarmDefinition, LoadBalancer, MetricQuery, MetricSeries, Tags, TargetGroup, TargetHealth,
 };
-use super::workload;
+use super::{logs, workload};
 use crate::error::Result;
 use crate::history::AlarmHistory;
 
@@ -112,6 +112,31 @@ pub trait PodSeriesSource: Send + Sync {
     ) -> impl Future<Output = Result<workload::PodSeries>> + Send;
 }
 
+/// Port: what the pods printed. Both reads are bounded (bytes, rows) and
+/// redacted before they are returned: nothing unredacted leaves the adapter.
+pub trait LogSource: Send + Sync {
+    /// One container's log through the Kubernetes API (`pods/log`), read
+    /// once from each of `window`'s starts with at most `limit_bytes` each.
+    fn container_log(
+        &self,
+        pods: &workload::PodsListed,
+        request: &logs::LogRequest,
+        window: logs::LogWindow,
+        limit_bytes: usize,
+    ) -> impl Future<Output = Result<logs::ContainerLog>> + Send;
+
+    /// The lines of the pods' workloads (every pod of their Deployments, gone
+    /// ones included) over the window, from the log group the cluster ships
+    /// container logs to, in one Logs Insights query; `None` when there is no
+    /// such log group. At most `limit_bytes` in all.
+    fn workload_logs(
+        &self,
+        pods: &workload::PodsListed,
+        window: logs::LogWindow,
+        limit_bytes: usize,
+    ) -> impl Future<Output = Result<Option<Vec<logs::ContainerLog>>>> + Send;
+}
+
 /// Port: the audit trail (CloudTrail): changes made through the AWS API.
 pub trait AuditTrailSource: Send + Sync {
     /// The records one lookup finds over `[start, end]`, newest first, read
@@ -131,6 +156,7 @@ pub trait EvidenceSources:
     + LoadBalancerSource
     + KubernetesSource
     + PodSeriesSource
+    + LogSource
     + AuditTrailSource
     + AccountScoped
 {
@@ -142,6 +168,7 @@ impl<
         + LoadBalancerSource
         + KubernetesSource
         + PodSeriesSource
+        + LogSource
         + AuditTrailSource
         + AccountScoped,
 > EvidenceSources for T

@@ -26,16 +26,19 @@ use tokio::sync::oneshot;
 use crate::diagnosis::AlarmFacts;
 use crate::evidence::changes::{TrailEvidence, TrailLookup};
 use crate::evidence::family::{Answers, LoadBalancerFamily};
+use crate::evidence::logs::{LogEvidence, LogWindow};
 use crate::evidence::model::{self, EvidenceGap, LoadBalancer};
 use crate::evidence::workload::{PodSeries, TargetGroupBindings, Workload, WorkloadTarget};
 use crate::evidence::{
     AlbEvidence, AuditTrailSource, Budget, Collection, EvidenceSources, GatheredEvidence,
-    GroupEvidence, KubernetesSource, LoadBalancerErrors, LoadBalancerSource, MetricHistory,
-    MetricSource, Plan, PlannedMetric, PodSeriesSource, STANDING_SPAN_DAYS, Statistics, source,
-    standing_from, standing_queries, statistics_from, statistics_queries,
+    GroupEvidence, KubernetesSource, LoadBalancerErrors, LoadBalancerSource, LogSource,
+    MetricHistory, MetricSource, Plan, PlannedMetric, PodSeriesSource, STANDING_SPAN_DAYS,
+    Statistics, source, standing_from, standing_queries, statistics_from, statistics_queries,
 };
 use crate::findings::{Investigation, alb::AlbAnalysis};
 pub use ledger::Ledger;
+
+mod logs;
 
 /// The sources an offline run reports as not collected.
 fn offline_sources(plan: &Plan) -> Vec<&'static str> {
@@ -126,15 +129,24 @@ pub async fn gather<S: EvidenceSources>(
         now,
     ));
     let main = Box::pin(read_phases(sources, &ledger, alarm, plan, budget, window));
-    let ((mut investigation, workload, pod_series), trail) = tokio::join!(main, trail);
+    let ((mut investigation, read), trail) = tokio::join!(main, trail);
     let (gaps, timings) = ledger.close();
     let evidence = &mut investigation.evidence;
-    evidence.workload = workload;
-    evidence.pod_series = pod_series;
+    evidence.workload = read.workload;
+    evidence.pod_series = read.pod_series;
+    evidence.logs = read.logs;
     evidence.trail = trail;
     evidence.gaps = gaps;
     evidence.timings = timings;
     investigation
+}
+
+/// What phase 3 read about the culprit's workload.
+#[derive(Debug, Default)]
+struct WorkloadRead {
+    workload: Option<Workload>,
+    pod_series: Option<PodSeries>,
+    logs: Option<LogEvidence>,
 }
 
 /// Phases 1 to 3: the cloud, the breakdown, the workload.
@@ -145,7 +157,7 @@ async fn read_phases<S: EvidenceSources>(
     plan: Plan,
     budget: Budget,
     window: Window,
-) -> (Investigation, Option<Workload>, Option<PodSeries>) {
+) -> (Investigation, WorkloadRead) {
     let mut cloud = Box::pin(read_cloud(sources, ledger, alarm, &plan, budget, window)).await;
     if let (Some(alb), Some(bindings)) = (cloud.alb.as_mut(), cloud.bindings.as_ref()) {
         alb.services = bindings.services.clone();
@@ -163,7 +175,17 @@ async fn read_phases<S: EvidenceSources>(
             ..GatheredEvidence::default()
         },
     );
-    let (workload, pod_series) = match (&investigation.evidence.alb, &investigation.plan.metric) {
+    // The breach began about one evaluation span before the transition.
+    let span = i64::from(alarm.period()) * i64::from(alarm.evaluation_periods.unwrap_or(1).max(1));
+    let log_window = LogWindow::around(
+        window.start,
+        crate::instants::earlier(
+            alarm.state_change_time.min(window.end),
+            chrono::Duration::seconds(span),
+        ),
+        window.end,
+    );
+    let read = match (&investigation.evidence.alb, &investigation.plan.metric) {
         (Some(alb), Some(metric)) => {
             let breakdown = investigation.breakdown.as_ref();
             let target = breakdown.and_then(|b| culprit_target(b, alb, bindings));
@@ -173,7 +195,7 @@ async fn read_phases<S: EvidenceSources>(
                         source::KUBERNETES,
                         "not read: the cluster connection failed (see eks:DescribeCluster and the cluster connection)",
                     );
-                    (None, None)
+                    WorkloadRead::default()
                 }
                 Some(target) => {
                     Box::pin(read_workload(
@@ -181,6 +203,7 @@ async fn read_phases<S: EvidenceSources>(
                         ledger,
                         &target,
                         window,
+                        log_window,
                         metric.period_seconds.max(60),
                     ))
                     .await
@@ -189,13 +212,13 @@ async fn read_phases<S: EvidenceSources>(
                     if !alb.groups.is_empty() {
                         ledger.gap(source::KUBERNETES, no_workload_reason(breakdown));
                     }
-                    (None, None)
+                    WorkloadRead::default()
                 }
             }
         }
-        _ => (None, None),
+        _ => WorkloadRead::default(),
     };
-    (investigation, workload, pod_series)
+    (investigation, read)
 }
 
 /// The audit trail's records for each kind of resource on the path, and the
@@ -439,30 +462,38 @@ async fn read_load_balancer<S: LoadBalancerSource + MetricSource>(
     })
 }
 
-/// Phase 3: the workload walk, and the pods' series as soon as the pods are listed.
-async fn read_workload<S: KubernetesSource + PodSeriesSource>(
+/// Phase 3: the workload walk, and the pods' series and logs as soon as the
+/// pods are listed.
+async fn read_workload<S: KubernetesSource + PodSeriesSource + LogSource>(
     sources: &S,
     ledger: &Ledger,
     target: &WorkloadTarget,
     window: Window,
+    log_window: LogWindow,
     step_seconds: u32,
-) -> (Option<Workload>, Option<PodSeries>) {
+) -> WorkloadRead {
     let (pods_listed, listed) = oneshot::channel();
     let walk = ledger.run(source::KUBERNETES, sources.workload(target, pods_listed));
-    let series = async {
-        // Dropped unsent (the walk failed or found no pods): no series to read.
+    let listed_read = async {
+        // Dropped unsent (the walk failed or found no pods): nothing to read.
         let listed = listed.await.ok()?;
         if listed.pods.is_empty() {
             return None;
         }
-        ledger
-            .run(
-                source::POD_SERIES,
-                sources.pod_series(&listed, window.start, window.end, step_seconds),
-            )
-            .await
+        let series = ledger.run(
+            source::POD_SERIES,
+            sources.pod_series(&listed, window.start, window.end, step_seconds),
+        );
+        let logs = logs::read_logs(sources, ledger, &listed, log_window);
+        Some(tokio::join!(series, logs))
     };
-    tokio::join!(walk, series)
+    let (workload, listed_read) = tokio::join!(walk, listed_read);
+    let (pod_series, logs) = listed_read.unwrap_or_default();
+    WorkloadRead {
+        workload,
+        pod_series,
+        logs,
+    }
 }
 
 /// Why no workload was walked, for the evidence gap.

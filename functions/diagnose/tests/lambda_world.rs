@@ -59,6 +59,8 @@ fn assert_matches_expected(world: &LocalWorld, diagnosis: &Value) {
     assert_change_as_expected(world, diagnosis);
     assert_suspects_and_severity_as_expected(world, diagnosis);
     assert_first_screen_as_expected(world, diagnosis);
+    assert_logs_as_expected(world, diagnosis);
+    assert_no_secret_leaks(world, diagnosis);
     let expected = world.expected();
     if let Some(origin) = expected["series_origin_contains"].as_str() {
         let got = diagnosis["workload"]["series_origin"]
@@ -288,6 +290,89 @@ fn assert_first_screen_as_expected(world: &LocalWorld, diagnosis: &Value) {
             "{}: the report says {banned:?}: {said}",
             world.name
         );
+    }
+}
+
+/// `logs:` in `expected.yaml`: `new_pattern` is in the template of the new
+/// error the first screen names; each of `old_patterns` is reported with its
+/// before-count and never as new; `none_new` means no error or warning
+/// started or jumped with the breach (case-insensitive).
+fn assert_logs_as_expected(world: &LocalWorld, diagnosis: &Value) {
+    let expected = world.expected();
+    let want = &expected["logs"];
+    if want.is_null() {
+        return;
+    }
+    let patterns = diagnosis["logs"]["patterns"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let context = || serde_json::to_string_pretty(&diagnosis["logs"]).unwrap();
+    let is_new = |p: &Value| {
+        ["new", "last_words", "increased"].contains(&p["trend"].as_str().unwrap_or_default())
+    };
+    let template = |p: &Value| p["template"].as_str().unwrap_or_default().to_lowercase();
+    let named = patterns.iter().find(|p| is_new(p) && p["level"] == "error");
+    if let Some(pattern) = want["new_pattern"].as_str() {
+        assert!(
+            named.is_some_and(|p| template(p).contains(&pattern.to_lowercase())),
+            "{}: the new error named is not {pattern:?}:\n{}",
+            world.name,
+            context()
+        );
+    }
+    for old in want["old_patterns"].as_array().into_iter().flatten() {
+        let old = old.as_str().unwrap().to_lowercase();
+        let reported = patterns.iter().filter(|p| template(p).contains(&old));
+        let mut reported = reported.peekable();
+        assert!(
+            reported.peek().is_some(),
+            "{}: {old:?} not reported:\n{}",
+            world.name,
+            context()
+        );
+        for p in reported {
+            assert!(
+                !is_new(p) && p["before"].as_u64().unwrap_or_default() > 0,
+                "{}: {old:?} should be reported as there before:\n{}",
+                world.name,
+                context()
+            );
+        }
+    }
+    if want["none_new"] == true {
+        let new: Vec<&Value> = patterns
+            .iter()
+            .filter(|p| is_new(p) && p["level"] != "info")
+            .collect();
+        assert!(new.is_empty(), "{}: new patterns {new:?}", world.name);
+    }
+}
+
+/// `secrets:` in `expected.yaml` appear in no rendering (JSON, text and
+/// email, Slack, chat) and in none of the function's own log lines.
+fn assert_no_secret_leaks(world: &LocalWorld, diagnosis: &Value) {
+    let expected = world.expected();
+    let secrets = listed(&expected, "secrets");
+    if secrets.is_empty() {
+        return;
+    }
+    let d: alarm_triage::diagnosis::Diagnosis = serde_json::from_value(diagnosis.clone()).unwrap();
+    let everything = [
+        diagnosis.to_string(),
+        alarm_triage::render::text::render(&d),
+        alarm_triage::render::slack::render(&d).to_string(),
+        alarm_triage::render::chat::render(&d).to_string(),
+        world.log("diagnose"),
+    ];
+    for secret in secrets {
+        for (i, text) in everything.iter().enumerate() {
+            assert!(
+                !text.contains(&secret),
+                "{}: a planted secret leaked into rendering {i} (json, text, slack, chat, log)",
+                world.name
+            );
+        }
     }
 }
 

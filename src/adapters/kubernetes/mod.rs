@@ -4,6 +4,7 @@
 
 mod changes;
 pub(crate) mod connection;
+mod logs;
 mod placement;
 mod provisioning;
 mod timestamps;

@@ -140,9 +140,10 @@ impl LogPlan {
                 });
             }
         }
+        // Half the budget for pods/log; the log group's query may bring the rest.
         let reads = (requests.len() * 2).max(1);
         LogPlan {
-            bytes_per_read: (BYTES_PER_CONTAINER / 2).min(BYTES_IN_ALL / reads),
+            bytes_per_read: (BYTES_PER_CONTAINER / 2).min(BYTES_IN_ALL / 2 / reads),
             requests,
         }
     }
@@ -203,6 +204,129 @@ impl ContainerLog {
             reached = Some(reached.map_or(b, |r| r.max(b)));
         }
         total
+    }
+}
+
+/// When a container's two reads start: at the baseline's start, and shortly
+/// before the breach (so a chatty container's bound still leaves the breach in).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LogWindow {
+    pub baseline: DateTime<Utc>,
+    pub recent: DateTime<Utc>,
+    pub now: DateTime<Utc>,
+}
+
+impl LogWindow {
+    /// The reads for a breach that began around `breach_start`, over a
+    /// baseline that starts at `baseline`.
+    pub fn around(
+        baseline: DateTime<Utc>,
+        breach_start: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let recent = crate::instants::earlier(breach_start, RECENT_MARGIN)
+            .max(baseline)
+            .min(now);
+        LogWindow {
+            baseline,
+            recent,
+            now,
+        }
+    }
+
+    /// The reads of one container, each bounded to `bytes` by the caller:
+    /// forward from the baseline's start, and the newest lines since shortly
+    /// before the breach (as many as `bytes` holds of lines of a usual
+    /// length), so that a chatty container's bound cannot leave the breach out.
+    pub fn reads(&self, bytes: usize) -> Vec<ReadSpec> {
+        let mut reads = vec![ReadSpec {
+            since: self.baseline,
+            tail_lines: None,
+        }];
+        if self.recent > self.baseline {
+            reads.push(ReadSpec {
+                since: self.recent,
+                tail_lines: Some((bytes / USUAL_LINE_BYTES).max(1)),
+            });
+        }
+        reads
+    }
+}
+
+/// The length of a usual log line, to turn a byte bound into a line count.
+pub const USUAL_LINE_BYTES: usize = 160;
+
+/// One read: from `since`, the last `tail_lines` only when set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReadSpec {
+    pub since: DateTime<Utc>,
+    pub tail_lines: Option<usize>,
+}
+
+impl ReadSpec {
+    /// Where what came back starts to be complete: a tail read that brought
+    /// all the lines it asked for may have left older ones out.
+    pub fn covered_from(&self, lines: &[LogLine]) -> DateTime<Utc> {
+        match (self.tail_lines, lines.first()) {
+            (Some(tail), Some(first)) if lines.len() >= tail => first.at.max(self.since),
+            _ => self.since,
+        }
+    }
+}
+
+/// One bounded read of a container's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LogRead {
+    pub since: DateTime<Utc>,
+    /// Oldest first.
+    pub lines: Vec<LogLine>,
+    /// The read stopped at its byte bound: it covers up to its last line only.
+    pub cut: bool,
+    pub bytes: usize,
+}
+
+impl ContainerLog {
+    /// One container's log from its reads: each read covers from its start
+    /// to its last line when it was cut (or when it is a previous instance,
+    /// which printed nothing after it ended), else to `now`; a later read
+    /// only adds the lines past what the earlier ones covered.
+    pub fn from_reads(
+        request: &LogRequest,
+        origin: LogOrigin,
+        mut reads: Vec<LogRead>,
+        now: DateTime<Utc>,
+    ) -> Self {
+        reads.sort_by_key(|r| r.since);
+        let mut log = ContainerLog {
+            pod: request.pod.clone(),
+            container: request.container.clone(),
+            previous: request.previous,
+            origin,
+            lines: Vec::new(),
+            covered: Vec::new(),
+            truncated: false,
+            bytes: 0,
+        };
+        let mut reached: Option<DateTime<Utc>> = None;
+        for read in reads {
+            let last = read.lines.last().map(|l| l.at);
+            let end = if read.cut || request.previous {
+                last.unwrap_or(read.since).max(read.since)
+            } else {
+                now
+            };
+            log.truncated |= read.cut;
+            log.bytes += read.bytes;
+            log.covered.push((read.since, end));
+            let after = reached;
+            log.lines.extend(
+                read.lines
+                    .into_iter()
+                    .filter(|l| after.is_none_or(|r| l.at > r)),
+            );
+            reached = Some(reached.map_or(end, |r| r.max(end)));
+        }
+        log
     }
 }
 
@@ -362,5 +486,112 @@ mod tests {
         };
         assert!((log.minutes_covered(t(0), t(60)) - 60.0).abs() < 1e-9);
         assert!((log.minutes_covered(t(50), t(100)) - 10.0).abs() < 1e-9);
+    }
+
+    fn line(minute: i64, text: &str) -> LogLine {
+        LogLine {
+            at: t0() + Duration::minutes(minute),
+            text: text.into(),
+        }
+    }
+
+    fn t0() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-12-04T08:00:00Z")
+            .map(|t| t.with_timezone(&Utc))
+            .unwrap_or_default()
+    }
+
+    fn request(previous: bool) -> LogRequest {
+        LogRequest {
+            pod: "web-1".into(),
+            container: "app".into(),
+            previous,
+            why: "restarted".into(),
+        }
+    }
+
+    #[test]
+    fn a_cut_read_covers_to_its_last_line_and_the_recent_read_adds_only_what_follows() {
+        let baseline = LogRead {
+            since: t0(),
+            lines: vec![line(0, "a"), line(10, "b")],
+            cut: true,
+            bytes: 100,
+        };
+        let recent = LogRead {
+            since: t0() + Duration::minutes(5),
+            lines: vec![line(6, "b"), line(10, "b"), line(30, "c")],
+            cut: false,
+            bytes: 60,
+        };
+        let now = t0() + Duration::minutes(40);
+        let log = ContainerLog::from_reads(
+            &request(false),
+            LogOrigin::PodLog,
+            vec![recent, baseline],
+            now,
+        );
+        let texts: Vec<&str> = log.lines.iter().map(|l| l.text.as_str()).collect();
+        assert_eq!(texts, ["a", "b", "c"]);
+        assert!(log.truncated);
+        assert_eq!(log.bytes, 160);
+        assert!((log.minutes_covered(t0(), now) - 40.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_whole_read_makes_the_recent_one_add_nothing() {
+        let whole = LogRead {
+            since: t0(),
+            lines: vec![line(0, "a"), line(20, "b")],
+            cut: false,
+            bytes: 10,
+        };
+        let recent = LogRead {
+            since: t0() + Duration::minutes(15),
+            lines: vec![line(20, "b")],
+            cut: false,
+            bytes: 5,
+        };
+        let log = ContainerLog::from_reads(
+            &request(false),
+            LogOrigin::PodLog,
+            vec![whole, recent],
+            t0() + Duration::minutes(30),
+        );
+        assert_eq!(log.lines.len(), 2);
+    }
+
+    #[test]
+    fn a_tail_read_that_got_every_line_it_asked_for_covers_from_its_first_line() {
+        let spec = ReadSpec {
+            since: t0(),
+            tail_lines: Some(2),
+        };
+        let lines = [line(7, "a"), line(9, "b")];
+        assert_eq!(spec.covered_from(&lines), t0() + Duration::minutes(7));
+        assert_eq!(spec.covered_from(&lines[..1]), t0());
+    }
+
+    #[test]
+    fn a_previous_instance_covers_only_until_it_ended() {
+        let read = LogRead {
+            since: t0(),
+            lines: vec![line(0, "start"), line(12, "OutOfMemoryError")],
+            cut: false,
+            bytes: 10,
+        };
+        let now = t0() + Duration::minutes(60);
+        let log = ContainerLog::from_reads(&request(true), LogOrigin::PodLog, vec![read], now);
+        assert!((log.minutes_covered(t0(), now) - 12.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_recent_read_starts_before_the_breach_and_never_before_the_baseline() {
+        let now = t0() + Duration::hours(3);
+        let window = LogWindow::around(t0(), now - Duration::minutes(5), now);
+        assert_eq!(window.recent, now - Duration::minutes(25));
+        assert_eq!(window.reads(16_000)[1].tail_lines, Some(100));
+        let early = LogWindow::around(t0(), t0(), now);
+        assert_eq!(early.reads(16_000).len(), 1);
     }
 }

@@ -46,6 +46,8 @@ pub struct PodsListed {
     /// Each pod's workload (its ReplicaSet's Deployment), when it has one:
     /// the name Container Insights publishes as `PodName`.
     pub workloads: BTreeMap<String, String>,
+    /// Which containers' logs to read, chosen from the listing itself.
+    pub logs: super::logs::LogPlan,
 }
 
 impl PodsListed {
@@ -72,6 +74,7 @@ impl PodsListed {
                     Some((p.name.clone(), deployment.to_owned()))
                 })
                 .collect(),
+            logs: super::logs::LogPlan::for_pods(pods),
         }
     }
 }

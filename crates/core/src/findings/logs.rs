@@ -42,7 +42,10 @@ pub fn what_the_logs_say(scope: &Scope<'_>, decided: &mut Decided) {
         .at()
         .or_else(|| investigation.breach.first().copied())
         .unwrap_or(investigation.alarm.state_change_time);
-    let report = crate::logs::analyse(logs, onset, scope.now, &Redactor::default());
+    // The onset is known to one period of the metric, and a minute of slack.
+    let tolerance = chrono::Duration::seconds(i64::from(investigation.alarm.period()))
+        + chrono::Duration::minutes(1);
+    let report = crate::logs::analyse(logs, onset, scope.now, tolerance, &Redactor::default());
     decided.findings.push(judge(&report, &logs.namespace));
     decided.logs = Some(report);
 }
@@ -70,14 +73,23 @@ pub fn judge(report: &LogReport, namespace: &str) -> Finding {
             .iter()
             .filter(|p| p.trend == Trend::Steady && p.level >= crate::logs::Level::Warning)
             .max_by_key(|p| p.before);
-        let clause = match loudest {
-            Some(p) => format!(
-                "new log errors: none in {pods} pod(s); {} was there before ({} lines before the onset, {} since)",
+        let clause = match (report.earlier_error(), loudest) {
+            (Some(p), _) => format!(
+                "new log errors: none with the breach; {} began at {}, before it, while the alarm's metric was still normal: it did not start the breach",
                 quoted(&p.template),
-                thousands(p.before),
-                thousands(p.during)
+                p.began
+                    .map(|b| b.format("%H:%M").to_string())
+                    .unwrap_or_default(),
             ),
-            None => format!("new log errors: none in {pods} pod(s) since the onset"),
+            (None, loudest) => match loudest {
+                Some(p) => format!(
+                    "new log errors: none in {pods} pod(s); {} was there before ({} lines before the onset, {} since)",
+                    quoted(&p.template),
+                    thousands(p.before),
+                    thousands(p.during)
+                ),
+                None => format!("new log errors: none in {pods} pod(s) since the onset"),
+            },
         };
         return Finding::decided(
             FindingId::NewLogErrors,
@@ -143,7 +155,17 @@ pub fn judge(report: &LogReport, namespace: &str) -> Finding {
     finding.facts = Facts::Logs {
         namespace: namespace.to_owned(),
         template: new.template.clone(),
-        pods: new.pods.clone(),
+        // Pods still there first (read through pods/log): the advice reads them.
+        pods: {
+            let mut pods = new.pods.clone();
+            pods.sort_by_key(|pod| {
+                !report
+                    .read
+                    .iter()
+                    .any(|r| &r.pod == pod && r.origin == crate::evidence::logs::LogOrigin::PodLog)
+            });
+            pods
+        },
         container: report
             .read
             .iter()

@@ -43,6 +43,9 @@ pub enum Trend {
     Steady,
     /// Printed less since the onset, or no more.
     Decreased,
+    /// Reached its breach rate before the onset, while the metric was still
+    /// normal: it did not start the breach.
+    Earlier,
     /// Too little of the time before the onset was read to compare.
     Unknown,
 }
@@ -55,6 +58,7 @@ impl Trend {
             Trend::Increased => "increased",
             Trend::Steady => "steady",
             Trend::Decreased => "decreased",
+            Trend::Earlier => "began before the breach",
             Trend::Unknown => "no before to compare",
         }
     }
@@ -79,6 +83,9 @@ pub struct LogPattern {
     /// The first line since the onset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<DateTime<Utc>>,
+    /// When it reached its breach rate, for one that did so before the onset.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub began: Option<DateTime<Utc>>,
     /// The pods that printed it since the onset.
     pub pods: Vec<String>,
     /// One line as printed, redacted and cut to [`EXAMPLE_CHARS`].
@@ -121,6 +128,14 @@ impl LogReport {
         self.patterns
             .iter()
             .find(|p| p.trend.is_new() && p.level == Level::Error)
+    }
+
+    /// The loudest error that reached its breach rate before the onset.
+    pub fn earlier_error(&self) -> Option<&LogPattern> {
+        self.patterns
+            .iter()
+            .filter(|p| p.trend == Trend::Earlier && p.level == Level::Error)
+            .max_by_key(|p| p.during)
     }
 
     /// Pods read (each once, whatever the number of containers and instances).

@@ -19,6 +19,8 @@ pub const MIN_MINUTES_BEFORE: f64 = 5.0;
 const JUMP: f64 = 5.0;
 /// Fewest lines since the onset for a pattern to be new or jumped.
 const MIN_LINES: u64 = 3;
+/// How far before the onset a new pattern's start is looked for, in minutes.
+const LEAD_MINUTES: i64 = 30;
 
 #[derive(Debug, Default)]
 struct Tally {
@@ -30,13 +32,19 @@ struct Tally {
     example: Option<String>,
     /// Printed by a previous instance in its last minute before it ended during the breach.
     last_words: bool,
+    /// Lines per minute (from the onset, rounded down) in the lead before it.
+    lead: BTreeMap<i64, u64>,
 }
 
-/// The report on what the containers in `evidence` printed, split at `onset`.
+/// The report on what the containers in `evidence` printed, split at
+/// `onset`; a pattern that reached its breach rate more than `tolerance`
+/// before the onset (the onset is known to a period of the metric) began
+/// before the breach.
 pub fn analyse(
     evidence: &LogEvidence,
     onset: DateTime<Utc>,
     now: DateTime<Utc>,
+    tolerance: Duration,
     redactor: &Redactor,
 ) -> LogReport {
     let templater = Templater::default();
@@ -78,16 +86,40 @@ pub fn analyse(
                 if tally.example.is_none() {
                     tally.example = Some(example(&text));
                 }
+                let minute = (line.at - onset).num_seconds().div_euclid(60);
+                if minute >= -LEAD_MINUTES {
+                    *tally.lead.entry(minute).or_default() += 1;
+                }
             }
             head = Some(template);
         }
     }
+    // Container-minutes read in each minute of the lead.
+    let coverage: BTreeMap<i64, f64> = (-LEAD_MINUTES..0)
+        .map(|m| {
+            let from = onset + Duration::minutes(m);
+            let minutes: f64 = evidence
+                .containers
+                .iter()
+                .map(|c| c.minutes_covered(from, from + Duration::minutes(1)))
+                .sum();
+            (m, minutes)
+        })
+        .collect();
     let mut patterns: Vec<LogPattern> = tallies
         .into_iter()
         .map(|(template, t)| {
             let before_per_minute = rate(t.before, minutes_before);
             let during_per_minute = rate(t.during, minutes_during);
-            let trend = trend_of(&t, minutes_before, before_per_minute, during_per_minute);
+            let mut trend = trend_of(&t, minutes_before, before_per_minute, during_per_minute);
+            let began = matches!(trend, Trend::New | Trend::Increased)
+                .then(|| rise(&t.lead, &coverage, during_per_minute))
+                .flatten()
+                .map(|minute| onset + Duration::minutes(minute))
+                .filter(|began| onset - *began > tolerance);
+            if began.is_some() {
+                trend = Trend::Earlier;
+            }
             LogPattern {
                 template,
                 level: t.level.unwrap_or(Level::Info),
@@ -97,6 +129,7 @@ pub fn analyse(
                 before_per_minute,
                 during_per_minute,
                 since: t.since,
+                began,
                 pods: t.pods.into_iter().collect(),
                 example: t.example.unwrap_or_default(),
             }
@@ -109,6 +142,7 @@ pub fn analyse(
             .then(b.before.cmp(&a.before))
             .then(a.template.cmp(&b.template))
     });
+    put_the_root_cause_first(&mut patterns);
     patterns.truncate(PATTERNS_KEPT);
     let read = evidence
         .containers
@@ -122,8 +156,7 @@ pub fn analyse(
                 .requested
                 .iter()
                 .find(|r| r.pod == c.pod && r.previous == c.previous)
-                .map(|r| r.why.clone())
-                .unwrap_or_default(),
+                .map_or_else(|| not_requested(c.origin), |r| r.why.clone()),
             lines: c.lines.len(),
             bytes: c.bytes,
             truncated: c.truncated,
@@ -139,6 +172,87 @@ pub fn analyse(
     };
     report.line = first_screen_line(&report);
     report
+}
+
+/// Why a container nobody asked for was read: the log group brought every
+/// pod of the workload, those a rollout replaced included.
+fn not_requested(origin: crate::evidence::logs::LogOrigin) -> String {
+    match origin {
+        crate::evidence::logs::LogOrigin::LogsInsights => "in the log group".to_owned(),
+        crate::evidence::logs::LogOrigin::PodLog => String::new(),
+    }
+}
+
+/// Words that say how something failed, not only that it did.
+const MECHANISMS: [&str; 24] = [
+    "refused",
+    "reset by peer",
+    "timed out",
+    "timeout",
+    "does not exist",
+    "not found",
+    "no such",
+    "denied",
+    "forbidden",
+    "unauthorized",
+    "expired",
+    "out of memory",
+    "outofmemory",
+    "no space",
+    "too many",
+    "unavailable",
+    "deadline exceeded",
+    "certificate",
+    "unknown host",
+    "unreachable",
+    "broken pipe",
+    "exhausted",
+    "overflow",
+    "caused by",
+];
+
+/// One failure often prints itself several times at once: a framework's
+/// wrapper ("request processing failed ... threw exception"), an access
+/// line, and the underlying error on its own line. They start together at
+/// about the same rate; the one to name first is the one that says how it
+/// failed (refused, does not exist, out of memory), and of those the
+/// shortest, since a wrapper quotes the cause with context around it.
+fn put_the_root_cause_first(patterns: &mut [LogPattern]) {
+    let Some(top) = patterns.first() else {
+        return;
+    };
+    if !top.trend.is_new() || top.level != Level::Error {
+        return;
+    }
+    let (top_during, top_since) = (top.during, top.since);
+    let echoes = |p: &LogPattern| {
+        p.trend.is_new()
+            && p.level == Level::Error
+            && p.during * 2 >= top_during
+            && match (p.since, top_since) {
+                (Some(a), Some(b)) => (a - b).num_seconds().abs() <= 120,
+                _ => false,
+            }
+    };
+    let mechanisms = |p: &LogPattern| {
+        let text = p.template.to_lowercase();
+        MECHANISMS.iter().filter(|m| text.contains(*m)).count()
+    };
+    let best = patterns
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| echoes(p))
+        .max_by_key(|(i, p)| {
+            (
+                mechanisms(p),
+                std::cmp::Reverse(p.template.chars().count()),
+                std::cmp::Reverse(*i),
+            )
+        })
+        .map(|(i, _)| i);
+    if let Some(i) = best {
+        patterns[..=i].rotate_right(1);
+    }
 }
 
 fn rate(count: u64, minutes: f64) -> f64 {
@@ -168,6 +282,26 @@ fn trend_of(t: &Tally, minutes_before: f64, before_rate: f64, during_rate: f64) 
     } else {
         Trend::Steady
     }
+}
+
+/// The earliest minute of the lead from which up to the onset the pattern
+/// already ran at half its breach rate or more, per container-minute read:
+/// when it reached the level it holds during the breach.
+fn rise(lead: &BTreeMap<i64, u64>, coverage: &BTreeMap<i64, f64>, during_rate: f64) -> Option<i64> {
+    if during_rate <= 0.0 {
+        return None;
+    }
+    let (mut lines, mut minutes) = (0u64, 0.0f64);
+    let mut earliest = None;
+    for m in (-LEAD_MINUTES..0).rev() {
+        lines += lead.get(&m).copied().unwrap_or_default();
+        minutes += coverage.get(&m).copied().unwrap_or_default();
+        let printed = lead.get(&m).is_some_and(|n| *n > 0);
+        if printed && minutes > 0.0 && lines as f64 / minutes >= during_rate / 2.0 {
+            earliest = Some(m);
+        }
+    }
+    earliest
 }
 
 /// New before the rest, errors before warnings before the rest.
@@ -200,7 +334,7 @@ pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -256,6 +390,17 @@ fn first_screen_line(report: &LogReport) -> String {
             "Logs: {} lines from {pods} pod{}, too little from before the onset to tell new from old",
             thousands(lines as u64),
             if pods == 1 { "" } else { "s" }
+        );
+    }
+    if let Some(p) = report.earlier_error() {
+        return format!(
+            "Logs: nothing new with the breach; {} began at {}, before it ({} before the onset, {} since)",
+            quoted(&p.template),
+            p.began
+                .map(|b| b.format("%H:%M").to_string())
+                .unwrap_or_default(),
+            thousands(p.before),
+            thousands(p.during)
         );
     }
     let loudest = report
@@ -344,6 +489,7 @@ mod tests {
             &evidence(vec![container("web-1", false, -60, 0, &borrowed(&lines))]),
             at(-10),
             at(0),
+            Duration::minutes(2),
             &Redactor::default(),
         );
         let top = &report.patterns[0];
@@ -363,6 +509,7 @@ mod tests {
             &evidence(vec![container("web-1", false, -120, 0, &borrowed(&lines))]),
             at(-10),
             at(0),
+            Duration::minutes(2),
             &Redactor::default(),
         );
         assert_eq!(report.patterns[0].trend, Trend::Steady);
@@ -387,12 +534,14 @@ mod tests {
             &evidence(vec![container("a", false, -30, 0, &borrowed(&lines))]),
             at(-10),
             at(0),
+            Duration::minutes(2),
             &Redactor::default(),
         );
         let b = analyse(
             &evidence(vec![container("a", false, -30, 0, &borrowed(&reversed))]),
             at(-10),
             at(0),
+            Duration::minutes(2),
             &Redactor::default(),
         );
         assert_eq!(a.patterns[0].template, b.patterns[0].template);
@@ -412,6 +561,7 @@ mod tests {
             &evidence(vec![container("web-1", true, -20, -3, &lines)]),
             at(-10),
             at(0),
+            Duration::minutes(2),
             &Redactor::default(),
         );
         let oom = report.new_error().unwrap();
@@ -439,6 +589,7 @@ mod tests {
             &evidence(vec![container("a", false, -60, 0, &borrowed(&lines))]),
             at(-10),
             at(0),
+            Duration::minutes(2),
             &Redactor::default(),
         );
         assert_eq!(report.patterns[0].trend, Trend::Increased);
@@ -446,6 +597,7 @@ mod tests {
             &evidence(vec![container("a", false, -12, 0, &borrowed(&lines[..5]))]),
             at(-10),
             at(0),
+            Duration::minutes(2),
             &Redactor::default(),
         );
         assert!(short.patterns.iter().all(|p| p.trend == Trend::Unknown));
@@ -462,6 +614,7 @@ mod tests {
             &evidence(vec![container("a", false, -30, 0, &lines)]),
             at(-10),
             at(0),
+            Duration::minutes(2),
             &Redactor::default(),
         );
         let example = &report.patterns[0].example;
@@ -474,5 +627,68 @@ mod tests {
         assert_eq!(thousands(1240), "1,240");
         assert_eq!(thousands(999), "999");
         assert_eq!(thousands(1_000_000), "1,000,000");
+    }
+
+    #[test]
+    fn of_one_failure_printed_several_ways_the_line_that_says_how_it_failed_comes_first() {
+        let mut lines = every_minute(-60, 0, "INFO GET /invoices/{m} 200");
+        for m in -10..0 {
+            lines.push((m, format!("ERROR {m} servlet threw exception [Request processing failed: bad SQL grammar [select {m}]] with root cause")));
+            lines.push((m, "ERROR 500 Internal Server Error".to_owned()));
+            lines.push((
+                m,
+                "org.postgresql.util.PSQLException: ERROR: column invoices.currency does not exist"
+                    .to_owned(),
+            ));
+        }
+        let report = analyse(
+            &evidence(vec![container("web-1", false, -60, 0, &borrowed(&lines))]),
+            at(-10),
+            at(0),
+            Duration::minutes(2),
+            &Redactor::default(),
+        );
+        let named = report.new_error().map(|p| p.template.as_str());
+        assert!(
+            named.is_some_and(|t| t.contains("does not exist")),
+            "{named:?}"
+        );
+    }
+
+    #[test]
+    fn an_error_that_reached_its_rate_minutes_before_the_onset_began_before_the_breach() {
+        let mut lines = every_minute(-60, 0, "INFO GET /orders/{m} 200");
+        lines.extend(every_minute(
+            -8,
+            0,
+            "ERROR export failed: 503 from collector",
+        ));
+        let report = analyse(
+            &evidence(vec![container("web-1", false, -60, 0, &borrowed(&lines))]),
+            at(-4),
+            at(0),
+            Duration::minutes(2),
+            &Redactor::default(),
+        );
+        assert!(report.new_error().is_none(), "{:?}", report.patterns);
+        let export = report
+            .patterns
+            .iter()
+            .find(|p| p.template.contains("export"));
+        assert!(export.is_some_and(|p| p.trend == Trend::Earlier && p.began == Some(at(-8))));
+    }
+
+    #[test]
+    fn an_error_that_began_within_the_onsets_tolerance_is_new() {
+        let mut lines = every_minute(-60, 0, "INFO GET /orders/{m} 200");
+        lines.extend(every_minute(-5, 0, "ERROR column x does not exist"));
+        let report = analyse(
+            &evidence(vec![container("web-1", false, -60, 0, &borrowed(&lines))]),
+            at(-4),
+            at(0),
+            Duration::minutes(2),
+            &Redactor::default(),
+        );
+        assert!(report.new_error().is_some_and(|p| p.trend.is_new()));
     }
 }

@@ -71,7 +71,7 @@ fn luhn(candidate: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// A bad `LOG_REDACT` pattern.

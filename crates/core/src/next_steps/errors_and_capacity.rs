@@ -15,9 +15,14 @@ fn namespace_and_deployment<'a>(context: &Context<'a>) -> Option<(&'a str, &'a s
     ))
 }
 
-/// The application fails requests: its logs and the rollout say why.
+/// The application fails requests: its logs and the rollout say why. When
+/// the logs were read and a new error named, [`read_the_new_error`] says it
+/// instead: grepping for "error" again would only repeat it.
 pub fn read_the_failing_requests(context: &Context<'_>) -> Option<NextStep> {
     let finding = context.cause(FindingId::TargetErrors)?;
+    if context.cause(FindingId::NewLogErrors).is_some() {
+        return None;
+    }
     let mut commands = Vec::new();
     if let Some((namespace, deployment)) = namespace_and_deployment(context) {
         let ns = shell_quote(namespace);
@@ -337,20 +342,13 @@ pub fn read_the_new_error(context: &Context<'_>) -> Option<NextStep> {
     } else {
         format!(" -c {}", shell_quote(container))
     };
-    let mut commands = vec![kubectl(format!(
+    let commands = vec![kubectl(format!(
         "kubectl -n {} logs {}{container_flag}{} --since-time={} --timestamps{grep}",
         shell_quote(namespace),
         shell_quote(pod),
         if *previous { " --previous" } else { "" },
         iso(*since - chrono::Duration::minutes(5)),
     ))];
-    if !*previous {
-        commands.push(kubectl(format!(
-            "kubectl -n {} logs {}{container_flag} --previous --tail=50",
-            shell_quote(namespace),
-            shell_quote(pod)
-        )));
-    }
     Some(NextStep {
         proposal: format!(
             "Read the error the pods began to print at {}: {}; what it names (a column, a host and port, a limit) is where the fix is",

@@ -1,0 +1,333 @@
+//! CloudWatch Logs Insights over the log group the cluster ships container
+//! logs to (Container Insights' `/aws/containerinsights/<cluster>/application`,
+//! or `LOG_GROUPS`): one query per diagnosis for every pod of the culprit's
+//! Deployments, the ones a rollout replaced included, which `pods/log` can no
+//! longer read. StartQuery, GetQueryResults until it completes, StopQuery
+//! when it does not in time.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+
+use super::{sdk_failure, service_error_code};
+use crate::error::{Error, Result};
+use crate::evidence::logs::{BYTES_PER_CONTAINER, ContainerLog, LogLine, LogOrigin, LogWindow};
+use crate::evidence::source;
+use crate::evidence::workload::PodsListed;
+
+/// Rows one query brings at most (the API's own maximum).
+const MAX_ROWS: i32 = 10_000;
+
+/// How long a query may run before it is stopped.
+const QUERY_TIME: Duration = Duration::from_secs(8);
+
+/// Reads container logs through aws-sdk-cloudwatchlogs.
+#[derive(Debug, Clone)]
+pub struct LogsInsightsSource {
+    client: aws_sdk_cloudwatchlogs::Client,
+    /// `LOG_GROUPS`; empty: Container Insights' application log group.
+    configured: Vec<String>,
+}
+
+impl LogsInsightsSource {
+    pub fn new(client: aws_sdk_cloudwatchlogs::Client, configured: Vec<String>) -> Self {
+        LogsInsightsSource { client, configured }
+    }
+
+    /// The workload's lines over the window, newest first up to the bounds;
+    /// `None` when the cluster ships no logs to the default log group.
+    pub async fn workload_logs(
+        &self,
+        pods: &PodsListed,
+        cluster: Option<&str>,
+        window: LogWindow,
+        limit_bytes: usize,
+    ) -> Result<Option<Vec<ContainerLog>>> {
+        let groups = if self.configured.is_empty() {
+            let Some(cluster) = cluster else {
+                return Ok(None);
+            };
+            vec![format!("/aws/containerinsights/{cluster}/application")]
+        } else {
+            self.configured.clone()
+        };
+        let started = self
+            .client
+            .start_query()
+            .set_log_group_names(Some(groups.clone()))
+            .start_time(window.baseline.timestamp())
+            .end_time(window.now.timestamp())
+            .query_string(query(pods))
+            .limit(MAX_ROWS)
+            .send()
+            .await;
+        let id = match started {
+            Ok(out) => out.query_id.unwrap_or_default(),
+            Err(e)
+                if self.configured.is_empty()
+                    && service_error_code(&e) == Some("ResourceNotFoundException") =>
+            {
+                return Ok(None);
+            }
+            Err(e) => return Err(sdk_failure(source::LOGS_INSIGHTS, "logs:StartQuery", &e)),
+        };
+        let rows = self.results(&id).await?;
+        Ok(Some(containers(rows, pods, window, limit_bytes)))
+    }
+
+    /// Polls until the query completes; stops it when it takes too long.
+    async fn results(&self, id: &str) -> Result<Vec<Row>> {
+        let deadline = tokio::time::Instant::now() + QUERY_TIME;
+        let mut pause = Duration::from_millis(200);
+        loop {
+            let out = self
+                .client
+                .get_query_results()
+                .query_id(id)
+                .send()
+                .await
+                .map_err(|e| sdk_failure(source::LOGS_INSIGHTS, "logs:GetQueryResults", &e))?;
+            use aws_sdk_cloudwatchlogs::types::QueryStatus;
+            match out.status {
+                Some(QueryStatus::Complete) => {
+                    return Ok(out
+                        .results
+                        .unwrap_or_default()
+                        .iter()
+                        .map(Row::of)
+                        .collect());
+                }
+                Some(QueryStatus::Running | QueryStatus::Scheduled) | None => {}
+                Some(other) => {
+                    return Err(Error::Source {
+                        source_name: source::LOGS_INSIGHTS,
+                        reason: format!("the query ended {}", other.as_str()),
+                        retryable: true,
+                    });
+                }
+            }
+            if tokio::time::Instant::now() + pause > deadline {
+                // Best effort: a query left running costs its scan, not ours.
+                let _ = self.client.stop_query().query_id(id).send().await;
+                return Err(Error::Source {
+                    source_name: source::LOGS_INSIGHTS,
+                    reason: format!(
+                        "the query did not complete in {} s and was stopped",
+                        QUERY_TIME.as_secs()
+                    ),
+                    retryable: true,
+                });
+            }
+            tokio::time::sleep(pause).await;
+            pause = (pause * 2).min(Duration::from_millis(1000));
+        }
+    }
+}
+
+/// The query: the namespace, and every pod of the Deployments (by their
+/// pods' name prefix) or, without Deployments, the pods listed.
+fn query(pods: &PodsListed) -> String {
+    let owners = pods.owners();
+    let which = if owners.is_empty() {
+        let names: Vec<String> = pods.pods.iter().map(|p| quoted(p)).collect();
+        format!("kubernetes.pod_name in [{}]", names.join(", "))
+    } else {
+        let names: Vec<String> = owners.iter().map(|o| regex_literal(o)).collect();
+        format!(
+            "kubernetes.pod_name like /^({})-[a-z0-9]+-[a-z0-9]+$/",
+            names.join("|")
+        )
+    };
+    format!(
+        "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log \
+         | filter kubernetes.namespace_name = {} and {which} \
+         | sort @timestamp desc | limit {MAX_ROWS}",
+        quoted(&pods.namespace)
+    )
+}
+
+fn quoted(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// A Kubernetes name inside a /regex/: dots escaped, anything else unexpected dropped.
+fn regex_literal(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '.')
+        .map(|c| {
+            if c == '.' {
+                "\\.".to_owned()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
+/// One result row's fields.
+#[derive(Debug, Default)]
+struct Row {
+    at: Option<DateTime<Utc>>,
+    pod: Option<String>,
+    container: Option<String>,
+    log: Option<String>,
+}
+
+impl Row {
+    fn of(fields: &Vec<aws_sdk_cloudwatchlogs::types::ResultField>) -> Self {
+        let mut row = Row::default();
+        for f in fields {
+            let value = f.value.clone();
+            match f.field.as_deref() {
+                Some("@timestamp") => row.at = value.as_deref().and_then(insights_time),
+                Some("kubernetes.pod_name") => row.pod = value,
+                Some("kubernetes.container_name") => row.container = value,
+                Some("log") => row.log = value,
+                _ => {}
+            }
+        }
+        row
+    }
+}
+
+/// Insights writes `2026-12-04 08:10:00.123`, in UTC.
+fn insights_time(s: &str) -> Option<DateTime<Utc>> {
+    NaiveDateTime::parse_from_str(s, "%Y-%m-%d %H:%M:%S%.f")
+        .ok()
+        .map(|t| t.and_utc())
+}
+
+/// Rows (newest first) into one log per container, each covering from its
+/// oldest line kept to now (a pod still listed) or to its last line (a pod
+/// gone), within the byte bounds.
+fn containers(
+    rows: Vec<Row>,
+    pods: &PodsListed,
+    window: LogWindow,
+    limit_bytes: usize,
+) -> Vec<ContainerLog> {
+    let mut by_container: BTreeMap<(String, String), ContainerLog> = BTreeMap::new();
+    let mut total = 0usize;
+    for row in rows {
+        let (Some(at), Some(pod), Some(log)) = (row.at, row.pod, row.log) else {
+            continue;
+        };
+        let container = row.container.unwrap_or_default();
+        let entry = by_container
+            .entry((pod.clone(), container.clone()))
+            .or_insert_with(|| ContainerLog {
+                pod,
+                container,
+                previous: false,
+                origin: LogOrigin::LogsInsights,
+                lines: Vec::new(),
+                covered: Vec::new(),
+                truncated: false,
+                bytes: 0,
+            });
+        let text = log.trim_end_matches(['\n', '\r']).to_owned();
+        if total + text.len() > limit_bytes || entry.bytes + text.len() > BYTES_PER_CONTAINER {
+            entry.truncated = true;
+            continue;
+        }
+        total += text.len() + 1;
+        entry.bytes += text.len() + 1;
+        entry.lines.push(LogLine { at, text });
+    }
+    by_container
+        .into_values()
+        .filter(|c| !c.lines.is_empty())
+        .map(|mut c| {
+            c.lines.reverse();
+            let first = c.lines.first().map_or(window.baseline, |l| l.at);
+            let last = c.lines.last().map_or(window.now, |l| l.at);
+            let end = if pods.pods.contains(&c.pod) {
+                window.now
+            } else {
+                last
+            };
+            c.covered = vec![(first.max(window.baseline), end)];
+            c
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed() -> PodsListed {
+        PodsListed {
+            cluster: Some("prod".into()),
+            namespace: "trips".into(),
+            pods: vec!["itinerary-7f4c9b6d52-8wjzc".into()],
+            workloads: [("itinerary-7f4c9b6d52-8wjzc".into(), "itinerary".into())].into(),
+            logs: Default::default(),
+        }
+    }
+
+    #[test]
+    fn the_query_reads_every_pod_of_the_deployment_in_the_namespace() {
+        assert_eq!(
+            query(&listed()),
+            "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log | filter kubernetes.namespace_name = \"trips\" and kubernetes.pod_name like /^(itinerary)-[a-z0-9]+-[a-z0-9]+$/ | sort @timestamp desc | limit 10000"
+        );
+    }
+
+    #[test]
+    fn rows_become_one_log_per_container_oldest_first_and_gone_pods_end_at_their_last_line() {
+        let at = |s: &str| insights_time(s);
+        let row = |t: &str, pod: &str, log: &str| Row {
+            at: at(t),
+            pod: Some(pod.into()),
+            container: Some("app".into()),
+            log: Some(format!("{log}\n")),
+        };
+        let rows = vec![
+            row("2026-12-04 08:30:00.000", "itinerary-7f4c9b6d52-8wjzc", "b"),
+            row("2026-12-04 08:20:00.000", "itinerary-7f4c9b6d52-8wjzc", "a"),
+            row(
+                "2026-12-04 08:10:00.000",
+                "itinerary-5d8c7b6a41-q5npx",
+                "old",
+            ),
+            row(
+                "2026-12-04 08:00:00.000",
+                "itinerary-5d8c7b6a41-q5npx",
+                "older",
+            ),
+        ];
+        let baseline = at("2026-12-04 07:00:00.000").unwrap_or_default();
+        let now = at("2026-12-04 08:40:00.000").unwrap_or_default();
+        let window = LogWindow::around(baseline, now, now);
+        let logs = containers(rows, &listed(), window, 1 << 20);
+        assert_eq!(logs.len(), 2);
+        let gone = &logs[0];
+        assert_eq!(gone.pod, "itinerary-5d8c7b6a41-q5npx");
+        assert_eq!(gone.lines[0].text, "older");
+        assert_eq!(gone.covered[0].1, gone.lines[1].at);
+        let current = &logs[1];
+        assert_eq!(current.covered[0].1, now);
+        assert_eq!(current.lines[1].text, "b");
+    }
+
+    #[test]
+    fn the_byte_bound_keeps_the_newest_rows() {
+        let row = |m: u32| Row {
+            at: insights_time(&format!("2026-12-04 08:{m:02}:00.000")),
+            pod: Some("p-1-a".into()),
+            container: Some("app".into()),
+            log: Some("x".repeat(100)),
+        };
+        let rows: Vec<Row> = (0..10).rev().map(row).collect();
+        let t = insights_time("2026-12-04 08:10:00.000").unwrap_or_default();
+        let logs = containers(rows, &listed(), LogWindow::around(t, t, t), 350);
+        assert_eq!(logs[0].lines.len(), 3);
+        assert!(logs[0].truncated);
+        assert_eq!(
+            logs[0].lines[2].at,
+            insights_time("2026-12-04 08:09:00.000").unwrap_or_default()
+        );
+    }
+}
