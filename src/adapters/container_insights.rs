@@ -176,6 +176,7 @@ mod tests {
             // A StatefulSet pod has no ReplicaSet: its name is guessed.
             workloads: [("web-1a2b3c-x1".to_owned(), "web".to_owned())].into(),
             logs: Default::default(),
+            created: Default::default(),
         };
         let q = queries("prod", &listed, 60);
         assert_eq!(q.len(), 4);

@@ -19,6 +19,9 @@ use crate::evidence::workload::PodsListed;
 /// Rows one query brings at most (the API's own maximum).
 const MAX_ROWS: i32 = 10_000;
 
+/// The lines worth the query's rows: levels, exceptions and failure words.
+const NOTEWORTHY: &str = r"/(?i)(error|err\b|warn|exception|fatal|panic|fail|refused|timeout|timed out|denied|killed|cannot|unable|invalid|traceback)/";
+
 /// How long a query may run before it is stopped.
 const QUERY_TIME: Duration = Duration::from_secs(8);
 
@@ -35,8 +38,11 @@ impl LogsInsightsSource {
         LogsInsightsSource { client, configured }
     }
 
-    /// The workload's lines over the window, newest first up to the bounds;
-    /// `None` when the cluster ships no logs to the default log group.
+    /// The workload's lines over the window; `None` when the cluster ships
+    /// no logs to the default log group. Two queries at once, like the two
+    /// reads of a pod's log: the baseline up to shortly before the breach,
+    /// and from there to now, each with half the bytes, so that a busy
+    /// breach cannot crowd the "before" out.
     pub async fn workload_logs(
         &self,
         pods: &PodsListed,
@@ -52,12 +58,46 @@ impl LogsInsightsSource {
         } else {
             self.configured.clone()
         };
+        let spans = if window.recent > window.baseline {
+            vec![
+                (window.baseline, window.recent),
+                (window.recent, window.now),
+            ]
+        } else {
+            vec![(window.baseline, window.now)]
+        };
+        let share = limit_bytes / spans.len();
+        let queries = spans
+            .iter()
+            .map(|(from, to)| self.span(&groups, pods, *from, *to));
+        let mut logs = Vec::new();
+        for (rows, (from, to)) in futures_util::future::try_join_all(queries)
+            .await?
+            .into_iter()
+            .zip(spans)
+        {
+            let Some(rows) = rows else {
+                return Ok(None);
+            };
+            logs.push(containers(rows, pods, (from, to), share));
+        }
+        Ok(Some(merged(logs)))
+    }
+
+    /// One query over `[from, to]`; `None` when the default log group does not exist.
+    async fn span(
+        &self,
+        groups: &[String],
+        pods: &PodsListed,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Option<Vec<Row>>> {
         let started = self
             .client
             .start_query()
-            .set_log_group_names(Some(groups.clone()))
-            .start_time(window.baseline.timestamp())
-            .end_time(window.now.timestamp())
+            .set_log_group_names(Some(groups.to_vec()))
+            .start_time(from.timestamp())
+            .end_time(to.timestamp())
             .query_string(query(pods))
             .limit(MAX_ROWS)
             .send()
@@ -72,8 +112,7 @@ impl LogsInsightsSource {
             }
             Err(e) => return Err(sdk_failure(source::LOGS_INSIGHTS, "logs:StartQuery", &e)),
         };
-        let rows = self.results(&id).await?;
-        Ok(Some(containers(rows, pods, window, limit_bytes)))
+        self.results(&id).await.map(Some)
     }
 
     /// Polls until the query completes; stops it when it takes too long.
@@ -139,9 +178,11 @@ fn query(pods: &PodsListed) -> String {
             names.join("|")
         )
     };
+    // Errors and warnings only: a busy workload's access lines would fill
+    // the rows with the last minutes and leave no "before" to compare with.
     format!(
         "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log \
-         | filter kubernetes.namespace_name = {} and {which} \
+         | filter kubernetes.namespace_name = {} and {which} and log like {NOTEWORTHY} \
          | sort @timestamp desc | limit {MAX_ROWS}",
         quoted(&pods.namespace)
     )
@@ -198,59 +239,106 @@ fn insights_time(s: &str) -> Option<DateTime<Utc>> {
         .map(|t| t.and_utc())
 }
 
-/// Rows (newest first) into one log per container, each covering from its
-/// oldest line kept to now (a pod still listed) or to its last line (a pod
-/// gone), within the byte bounds.
+/// Rows (newest first) of one span into one log per container, within
+/// the byte bounds. A pod still listed is covered from the span's start (or
+/// its creation) to the span's end, whatever it printed: the query keeps
+/// only errors and warnings, so a pod that printed none still counts its
+/// minutes. A pod gone is covered from its first line to its last.
 fn containers(
     rows: Vec<Row>,
     pods: &PodsListed,
-    window: LogWindow,
+    (from, to): (DateTime<Utc>, DateTime<Utc>),
     limit_bytes: usize,
 ) -> Vec<ContainerLog> {
+    let log = |pod: String, container: String| ContainerLog {
+        pod,
+        container,
+        previous: false,
+        origin: LogOrigin::LogsInsights,
+        lines: Vec::new(),
+        covered: Vec::new(),
+        truncated: false,
+        bytes: 0,
+    };
     let mut by_container: BTreeMap<(String, String), ContainerLog> = BTreeMap::new();
     let mut total = 0usize;
+    let mut cut_at: Option<DateTime<Utc>> = None;
     for row in rows {
-        let (Some(at), Some(pod), Some(log)) = (row.at, row.pod, row.log) else {
+        let (Some(at), Some(pod), Some(text)) = (row.at, row.pod, row.log) else {
             continue;
         };
         let container = row.container.unwrap_or_default();
         let entry = by_container
             .entry((pod.clone(), container.clone()))
-            .or_insert_with(|| ContainerLog {
-                pod,
-                container,
-                previous: false,
-                origin: LogOrigin::LogsInsights,
-                lines: Vec::new(),
-                covered: Vec::new(),
-                truncated: false,
-                bytes: 0,
-            });
-        let text = log.trim_end_matches(['\n', '\r']).to_owned();
-        if total + text.len() > limit_bytes || entry.bytes + text.len() > BYTES_PER_CONTAINER {
+            .or_insert_with(|| log(pod, container));
+        let text = text.trim_end_matches(['\n', '\r']).to_owned();
+        if total + text.len() > limit_bytes || entry.bytes + text.len() > BYTES_PER_CONTAINER / 2 {
             entry.truncated = true;
+            cut_at = Some(cut_at.map_or(at, |c| c.max(at)));
             continue;
         }
         total += text.len() + 1;
         entry.bytes += text.len() + 1;
         entry.lines.push(LogLine { at, text });
     }
+    // Listed pods that printed nothing noteworthy still count their minutes.
+    for pod in &pods.pods {
+        if !by_container.keys().any(|(p, _)| p == pod) {
+            by_container.insert(
+                (pod.clone(), String::new()),
+                log(pod.clone(), String::new()),
+            );
+        }
+    }
     by_container
         .into_values()
-        .filter(|c| !c.lines.is_empty())
         .map(|mut c| {
             c.lines.reverse();
-            let first = c.lines.first().map_or(window.baseline, |l| l.at);
-            let last = c.lines.last().map_or(window.now, |l| l.at);
-            let end = if pods.pods.contains(&c.pod) {
-                window.now
+            let listed = pods.pods.contains(&c.pod);
+            let start = if c.truncated || !listed {
+                // Rows were dropped from the old end: covered from the oldest kept.
+                c.lines.first().map_or(to, |l| l.at)
             } else {
-                last
+                pods.created
+                    .get(&c.pod)
+                    .map_or(from, |created| (*created).max(from))
             };
-            c.covered = vec![(first.max(window.baseline), end)];
+            let start = match cut_at {
+                Some(cut) if c.truncated => start.max(cut),
+                _ => start,
+            };
+            let end = if listed {
+                to
+            } else {
+                c.lines.last().map_or(from, |l| l.at)
+            };
+            if start < end {
+                c.covered = vec![(start.max(from), end)];
+            }
             c
         })
         .collect()
+}
+
+/// The spans' logs of each container, as one.
+fn merged(spans: Vec<Vec<ContainerLog>>) -> Vec<ContainerLog> {
+    let mut by_container: BTreeMap<(String, String), ContainerLog> = BTreeMap::new();
+    for log in spans.into_iter().flatten() {
+        match by_container.entry((log.pod.clone(), log.container.clone())) {
+            std::collections::btree_map::Entry::Vacant(v) => {
+                v.insert(log);
+            }
+            std::collections::btree_map::Entry::Occupied(mut o) => {
+                let c = o.get_mut();
+                c.lines.extend(log.lines);
+                c.lines.sort_by_key(|l| l.at);
+                c.covered.extend(log.covered);
+                c.truncated |= log.truncated;
+                c.bytes += log.bytes;
+            }
+        }
+    }
+    by_container.into_values().collect()
 }
 
 #[cfg(test)]
@@ -264,6 +352,7 @@ mod tests {
             pods: vec!["itinerary-7f4c9b6d52-8wjzc".into()],
             workloads: [("itinerary-7f4c9b6d52-8wjzc".into(), "itinerary".into())].into(),
             logs: Default::default(),
+            created: Default::default(),
         }
     }
 
@@ -271,7 +360,9 @@ mod tests {
     fn the_query_reads_every_pod_of_the_deployment_in_the_namespace() {
         assert_eq!(
             query(&listed()),
-            "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log | filter kubernetes.namespace_name = \"trips\" and kubernetes.pod_name like /^(itinerary)-[a-z0-9]+-[a-z0-9]+$/ | sort @timestamp desc | limit 10000"
+            format!(
+                "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log | filter kubernetes.namespace_name = \"trips\" and kubernetes.pod_name like /^(itinerary)-[a-z0-9]+-[a-z0-9]+$/ and log like {NOTEWORTHY} | sort @timestamp desc | limit 10000"
+            )
         );
     }
 
@@ -300,8 +391,7 @@ mod tests {
         ];
         let baseline = at("2026-12-04 07:00:00.000").unwrap_or_default();
         let now = at("2026-12-04 08:40:00.000").unwrap_or_default();
-        let window = LogWindow::around(baseline, now, now);
-        let logs = containers(rows, &listed(), window, 1 << 20);
+        let logs = containers(rows, &listed(), (baseline, now), 1 << 20);
         assert_eq!(logs.len(), 2);
         let gone = &logs[0];
         assert_eq!(gone.pod, "itinerary-5d8c7b6a41-q5npx");
@@ -322,12 +412,25 @@ mod tests {
         };
         let rows: Vec<Row> = (0..10).rev().map(row).collect();
         let t = insights_time("2026-12-04 08:10:00.000").unwrap_or_default();
-        let logs = containers(rows, &listed(), LogWindow::around(t, t, t), 350);
-        assert_eq!(logs[0].lines.len(), 3);
-        assert!(logs[0].truncated);
+        let logs = containers(rows, &listed(), (t, t), 350);
+        let read = logs.iter().find(|c| c.pod == "p-1-a").unwrap_or(&logs[0]);
+        assert_eq!(read.lines.len(), 3);
+        assert!(read.truncated);
         assert_eq!(
-            logs[0].lines[2].at,
+            read.lines[2].at,
             insights_time("2026-12-04 08:09:00.000").unwrap_or_default()
         );
+    }
+
+    #[test]
+    fn a_listed_pod_that_printed_nothing_noteworthy_still_counts_its_minutes() {
+        let from = insights_time("2026-12-04 07:00:00.000").unwrap_or_default();
+        let to = insights_time("2026-12-04 08:00:00.000").unwrap_or_default();
+        let logs = containers(Vec::new(), &listed(), (from, to), 1 << 20);
+        assert_eq!(logs.len(), 1);
+        assert!((logs[0].minutes_covered(from, to) - 60.0).abs() < 1e-9);
+        let both = merged(vec![logs.clone(), logs]);
+        assert_eq!(both.len(), 1);
+        assert_eq!(both[0].covered.len(), 2);
     }
 }

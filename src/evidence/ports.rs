@@ -116,7 +116,7 @@ pub trait PodSeriesSource: Send + Sync {
 /// redacted before they are returned: nothing unredacted leaves the adapter.
 pub trait LogSource: Send + Sync {
     /// One container's log through the Kubernetes API (`pods/log`), read
-    /// once from each of `window`'s starts with at most `limit_bytes` each.
+    /// as `window` says, at most `limit_bytes` in all.
     fn container_log(
         &self,
         pods: &workload::PodsListed,

@@ -27,10 +27,9 @@ pub(super) async fn read_logs<S: LogSource>(
         return None;
     }
     let pod_logs = ledger.run(source::POD_LOGS, async {
-        let reads = plan
-            .requests
-            .iter()
-            .map(|request| sources.container_log(listed, request, window, plan.bytes_per_read));
+        let reads = plan.requests.iter().map(|request| {
+            sources.container_log(listed, request, window, plan.bytes_per_container)
+        });
         let mut read = Vec::new();
         let mut failed: Option<Error> = None;
         for outcome in join_all(reads).await {
@@ -50,7 +49,7 @@ pub(super) async fn read_logs<S: LogSource>(
         }
     });
     // Logs Insights may bring what pods/log left of the budget.
-    let pod_log_budget = plan.bytes_per_read * 2 * plan.requests.len();
+    let pod_log_budget = plan.bytes_per_container * plan.requests.len();
     let insights = ledger.run(
         source::LOGS_INSIGHTS,
         sources.workload_logs(listed, window, BYTES_IN_ALL.saturating_sub(pod_log_budget)),

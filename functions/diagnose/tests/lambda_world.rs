@@ -451,7 +451,9 @@ async fn diagnose_world(name: &str) -> (LocalWorld, Value) {
 
 /// The worlds with a test of their own below; every other world in
 /// `tests/worlds/` is diagnosed by [`every_other_world_is_diagnosed_as_its_expected_yaml_says`].
-const WORLDS_WITH_THEIR_OWN_TEST: [&str; 11] = [
+const WORLDS_WITH_THEIR_OWN_TEST: [&str; 13] = [
+    "alb-logs-missing-column-after-rollout",
+    "alb-logs-old-warning-innocent",
     "alb-flapping-worker-ceiling",
     "alb-low-traffic-artifact",
     "alb-sustained-hot-pod",
@@ -622,6 +624,50 @@ async fn every_other_world_is_diagnosed_as_its_expected_yaml_says() {
             diagnosis["headline"]
         );
     }
+}
+
+/// A 5xx alarm after a bad rollout names, on the first screen, the error the
+/// new pods print (read through pods/log and, for the replaced pods, Logs
+/// Insights); a loud warning that was there before is ruled out with its
+/// count before the onset and blamed nowhere.
+#[tokio::test]
+async fn the_logs_name_the_new_error_and_rule_out_the_old_warning_with_its_count() {
+    let (world, diagnosis) = diagnose_world("alb-logs-missing-column-after-rollout").await;
+    assert_matches_expected(&world, &diagnosis);
+    let report: alarm_triage::diagnosis::Diagnosis =
+        serde_json::from_value(diagnosis.clone()).unwrap();
+    let text = alarm_triage::render::text::render(&report);
+    let first_screen = text.split("DETAILS").next().unwrap();
+    assert!(
+        first_screen.contains("column invoices.currency does not exist"),
+        "{first_screen}"
+    );
+    let origins: Vec<&str> = diagnosis["logs"]["read"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["origin"].as_str())
+        .collect();
+    assert!(
+        origins.contains(&"pod_log") && origins.contains(&"logs_insights"),
+        "the new pods through pods/log, the replaced ones through the log group: {origins:?}"
+    );
+    drop(world);
+
+    let (world, diagnosis) = diagnose_world("alb-logs-old-warning-innocent").await;
+    assert_matches_expected(&world, &diagnosis);
+    assert_eq!(verdict_of(&diagnosis, "logs.new_errors"), Some("refuted"));
+    let finding = diagnosis["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == "logs.new_errors")
+        .unwrap();
+    let ruled_out_by = finding["ruled_out_by"].as_str().unwrap_or_default();
+    assert!(
+        ruled_out_by.contains("deprecated config key") && ruled_out_by.contains("before the onset"),
+        "{ruled_out_by}"
+    );
 }
 
 /// What changed before the breach: an AWS change read from CloudTrail (a

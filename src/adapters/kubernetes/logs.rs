@@ -16,8 +16,8 @@ use crate::evidence::workload::PodsListed;
 
 impl KubeSource {
     /// One container's log: one read from each of the window's starts, at
-    /// once, merged. A previous instance the kubelet no longer keeps reads
-    /// as empty rather than failing (the pod restarted again since).
+    /// once, merged. A previous instance the kubelet no longer keeps, or a
+    /// container still waiting to start, reads as empty rather than failing.
     pub async fn container_log(
         &self,
         pods: &PodsListed,
@@ -32,12 +32,12 @@ impl KubeSource {
         let reads = window
             .reads(limit_bytes)
             .into_iter()
-            .map(|spec| read(&cluster, &pods.namespace, request, spec, limit_bytes));
+            .map(|spec| read(&cluster, &pods.namespace, request, spec));
         let reads = futures_util::future::try_join_all(reads).await?;
         Ok(ContainerLog::from_reads(
             request,
             LogOrigin::PodLog,
-            reads,
+            reads.into_iter().flatten().collect(),
             window.now,
         ))
     }
@@ -49,9 +49,8 @@ async fn read(
     namespace: &str,
     request: &LogRequest,
     spec: ReadSpec,
-    limit_bytes: usize,
-) -> Result<LogRead> {
-    let path = log_path(namespace, request, spec, limit_bytes);
+) -> Result<Option<LogRead>> {
+    let path = log_path(namespace, request, spec);
     let http = http::Request::get(&path)
         .body(Vec::new())
         .map_err(|e| log_gap(format!("cannot build the request {path}: {e}"), false))?;
@@ -68,19 +67,21 @@ async fn read(
     );
     let body = match cluster.client.request_text(http).await {
         Ok(body) => body,
-        // 400 "previous terminated container not found": nothing to read.
-        Err(kube::Error::Api(status)) if request.previous && status.code == 400 => String::new(),
+        // 400: "previous terminated container not found", "container is
+        // waiting to start": the container has no log to give, nothing failed,
+        // and no minute of it was read.
+        Err(kube::Error::Api(status)) if status.code == 400 => return Ok(None),
         Err(e) => return Err(as_log_gap(cluster.explain(&e, &what))),
     };
     // The API server stops near the bound, not exactly at it.
-    let cut = body.len() >= limit_bytes.saturating_sub(1024);
+    let cut = body.len() >= spec.limit_bytes.saturating_sub(1024);
     let lines = parse_timestamped(&body, cut);
-    Ok(LogRead {
+    Ok(Some(LogRead {
         since: spec.covered_from(&lines),
         lines,
         cut,
         bytes: body.len(),
-    })
+    }))
 }
 
 /// What a path segment or query value keeps as is (RFC 3986's unreserved).
@@ -91,14 +92,14 @@ const UNRESERVED: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'~');
 
 /// The path and query of one read: timestamps on, bounded, from `since`.
-fn log_path(namespace: &str, request: &LogRequest, spec: ReadSpec, limit_bytes: usize) -> String {
+fn log_path(namespace: &str, request: &LogRequest, spec: ReadSpec) -> String {
     let encode = |s: &str| utf8_percent_encode(s, UNRESERVED).to_string();
     let mut path = format!(
         "/api/v1/namespaces/{}/pods/{}/log?container={}&timestamps=true&limitBytes={}&sinceTime={}",
         encode(namespace),
         encode(&request.pod),
         encode(&request.container),
-        limit_bytes.max(1),
+        spec.limit_bytes.max(1),
         encode(&spec.since.to_rfc3339_opts(SecondsFormat::Secs, true)),
     );
     if let Some(tail) = spec.tail_lines {
@@ -151,9 +152,9 @@ mod tests {
                 &request,
                 ReadSpec {
                     since,
-                    tail_lines: Some(800)
+                    tail_lines: Some(800),
+                    limit_bytes: 131_072,
                 },
-                131_072
             ),
             "/api/v1/namespaces/shop/pods/web-7f4c9b6d52-8wjzc/log?container=app&timestamps=true&limitBytes=131072&sinceTime=2026-12-04T08%3A00%3A00Z&tailLines=800&previous=true"
         );

@@ -305,6 +305,9 @@ pub enum Facts {
         since: chrono::DateTime<chrono::Utc>,
         /// Printed by the previous instance of a container that was killed.
         previous: bool,
+        /// The error says the caller gave up (cancelled, aborted, closed the
+        /// connection): what slowness looks like from inside, not its cause.
+        abandoned: bool,
     },
 }
 

@@ -39,9 +39,9 @@ pub struct LogRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LogPlan {
     pub requests: Vec<LogRequest>,
-    /// Bytes one read may bring (a container is read twice: from the
-    /// baseline's start and from shortly before the breach).
-    pub bytes_per_read: usize,
+    /// Bytes one container's reads may bring together (a container is read
+    /// twice: from the baseline's start and the tail since shortly before the breach).
+    pub bytes_per_container: usize,
 }
 
 impl LogPlan {
@@ -141,9 +141,8 @@ impl LogPlan {
             }
         }
         // Half the budget for pods/log; the log group's query may bring the rest.
-        let reads = (requests.len() * 2).max(1);
         LogPlan {
-            bytes_per_read: (BYTES_PER_CONTAINER / 2).min(BYTES_IN_ALL / 2 / reads),
+            bytes_per_container: BYTES_PER_CONTAINER.min(BYTES_IN_ALL / 2 / requests.len().max(1)),
             requests,
         }
     }
@@ -234,33 +233,45 @@ impl LogWindow {
         }
     }
 
-    /// The reads of one container, each bounded to `bytes` by the caller:
-    /// forward from the baseline's start, and the newest lines since shortly
-    /// before the breach (as many as `bytes` holds of lines of a usual
-    /// length), so that a chatty container's bound cannot leave the breach out.
+    /// The reads of one container within `bytes` together: forward from the
+    /// baseline's start (a quarter: enough minutes for a rate before), and
+    /// the newest lines since shortly before the breach (the rest, as many
+    /// lines of a usual length as it holds), so that a chatty container's
+    /// bound cannot leave the breach out.
     pub fn reads(&self, bytes: usize) -> Vec<ReadSpec> {
-        let mut reads = vec![ReadSpec {
-            since: self.baseline,
-            tail_lines: None,
-        }];
-        if self.recent > self.baseline {
-            reads.push(ReadSpec {
-                since: self.recent,
-                tail_lines: Some((bytes / USUAL_LINE_BYTES).max(1)),
-            });
+        if self.recent <= self.baseline {
+            return vec![ReadSpec {
+                since: self.baseline,
+                tail_lines: None,
+                limit_bytes: bytes.max(1),
+            }];
         }
-        reads
+        let baseline = (bytes / 4).max(1);
+        let tail = bytes.saturating_sub(baseline).max(1);
+        vec![
+            ReadSpec {
+                since: self.baseline,
+                tail_lines: None,
+                limit_bytes: baseline,
+            },
+            ReadSpec {
+                since: self.recent,
+                tail_lines: Some((tail / USUAL_LINE_BYTES).max(1)),
+                limit_bytes: tail,
+            },
+        ]
     }
 }
 
 /// The length of a usual log line, to turn a byte bound into a line count.
 pub const USUAL_LINE_BYTES: usize = 160;
 
-/// One read: from `since`, the last `tail_lines` only when set.
+/// One read: from `since`, the last `tail_lines` only when set, at most `limit_bytes`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReadSpec {
     pub since: DateTime<Utc>,
     pub tail_lines: Option<usize>,
+    pub limit_bytes: usize,
 }
 
 impl ReadSpec {
@@ -429,7 +440,7 @@ mod tests {
             read[..3],
             [("web-a-1", false), ("web-a-1", true), ("web-a-0", false)]
         );
-        assert!(plan.bytes_per_read * plan.requests.len() * 2 <= BYTES_IN_ALL);
+        assert!(plan.bytes_per_container * plan.requests.len() * 2 <= BYTES_IN_ALL);
     }
 
     #[test]
@@ -457,8 +468,8 @@ mod tests {
         let pods: Vec<PodInfo> = (0..40).map(|i| pod(&format!("p-{i}"), "s", i, 1)).collect();
         let plan = LogPlan::for_pods(&pods);
         assert!(plan.requests.len() <= MAX_PODS * 2);
-        assert!(plan.bytes_per_read * plan.requests.len() * 2 <= BYTES_IN_ALL);
-        assert!(plan.bytes_per_read <= BYTES_PER_CONTAINER / 2);
+        assert!(plan.bytes_per_container * plan.requests.len() * 2 <= BYTES_IN_ALL);
+        assert!(plan.bytes_per_container <= BYTES_PER_CONTAINER);
     }
 
     #[test]
@@ -566,6 +577,7 @@ mod tests {
         let spec = ReadSpec {
             since: t0(),
             tail_lines: Some(2),
+            limit_bytes: 1000,
         };
         let lines = [line(7, "a"), line(9, "b")];
         assert_eq!(spec.covered_from(&lines), t0() + Duration::minutes(7));
@@ -590,7 +602,9 @@ mod tests {
         let now = t0() + Duration::hours(3);
         let window = LogWindow::around(t0(), now - Duration::minutes(5), now);
         assert_eq!(window.recent, now - Duration::minutes(25));
-        assert_eq!(window.reads(16_000)[1].tail_lines, Some(100));
+        let reads = window.reads(16_000);
+        assert_eq!(reads[1].tail_lines, Some(75));
+        assert_eq!(reads[0].limit_bytes + reads[1].limit_bytes, 16_000);
         let early = LogWindow::around(t0(), t0(), now);
         assert_eq!(early.reads(16_000).len(), 1);
     }

@@ -48,6 +48,8 @@ pub struct PodsListed {
     pub workloads: BTreeMap<String, String>,
     /// Which containers' logs to read, chosen from the listing itself.
     pub logs: super::logs::LogPlan,
+    /// When each pod was created: a log group covers a pod from then only.
+    pub created: BTreeMap<String, DateTime<Utc>>,
 }
 
 impl PodsListed {
@@ -75,6 +77,10 @@ impl PodsListed {
                 })
                 .collect(),
             logs: super::logs::LogPlan::for_pods(pods),
+            created: pods
+                .iter()
+                .filter_map(|p| Some((p.name.clone(), p.created?)))
+                .collect(),
         }
     }
 }

@@ -165,6 +165,7 @@ pub fn convict(scope: &Scope<'_>, decided: &mut Decided) {
     decided.changes.convict(&scene);
     follow_verdicts(&mut decided.findings, &decided.changes.suspects);
     super::registry::assign(&mut decided.findings);
+    super::logs::abandoned_requests_are_context(&mut decided.findings);
     if standing_alone(&mut decided.findings, &decided.changes.suspects) {
         // A group at its usual level is a standing condition, not the
         // culprit of a breach, even the one group an alarm watches.

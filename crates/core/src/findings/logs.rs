@@ -17,6 +17,15 @@ pub const ONSET_WINDOW: Duration = Duration::minutes(15);
 
 const HYPOTHESIS: &str = "the pods began to print a new error when the breach began";
 
+/// What a request abandoned by its caller leaves in a log: the caller's
+/// patience ran out because the answer was slow; the line says nothing of why.
+const ABANDONED: &str = r"(?i)\bcontext cancel+ed\b|\bcancel+ed by (?:the )?(?:client|caller|peer)\b|\baborted by (?:the )?(?:client|caller)\b|\bclient (?:closed|disconnected|aborted|went away|gone)\b|\brequest (?:was )?(?:aborted|cancel+ed)\b|\bbroken pipe\b|\boperation was cancel+ed\b";
+
+/// Whether a template only says that a caller gave up.
+pub fn abandoned(template: &str) -> bool {
+    crate::logs::compiled(ABANDONED).is_match(template)
+}
+
 /// Reads the pods' logs around the onset, when they were read.
 pub fn what_the_logs_say(scope: &Scope<'_>, decided: &mut Decided) {
     let investigation = scope.investigation;
@@ -46,7 +55,17 @@ pub fn what_the_logs_say(scope: &Scope<'_>, decided: &mut Decided) {
     let tolerance = chrono::Duration::seconds(i64::from(investigation.alarm.period()))
         + chrono::Duration::minutes(1);
     let report = crate::logs::analyse(logs, onset, scope.now, tolerance, &Redactor::default());
-    decided.findings.push(judge(&report, &logs.namespace));
+    let finding = judge(&report, &logs.namespace);
+    let mut report = report;
+    if let Facts::Logs {
+        abandoned: true, ..
+    } = finding.facts
+    {
+        report
+            .line
+            .push_str(" (callers giving up on slow answers: an effect, not a cause)");
+    }
+    decided.findings.push(finding);
     decided.logs = Some(report);
 }
 
@@ -104,12 +123,17 @@ pub fn judge(report: &LogReport, namespace: &str) -> Finding {
             Some(clause),
         );
     };
-    let started = new.since.unwrap_or(report.onset);
+    // When the reads began after the onset, the error may be as old as the
+    // onset: it is neither dated later nor called late.
+    let started = new
+        .since
+        .filter(|_| !new.read_after_onset)
+        .unwrap_or(report.onset);
     let late = started - report.onset > ONSET_WINDOW;
-    let on = format!("{} of {pods} pod(s) read", new.pods.len());
-    let since = started.format("%H:%M");
+    let on = crate::logs::patterns::on_pods(&new.pods, pods);
+    let since = new.since_words();
     let summary = format!(
-        "{} × {} since {since} on {on} ({}; {} before the onset{})",
+        "{} × {} {since} on {on} ({}; {} before the onset{})",
         thousands(new.during),
         quoted(&new.template),
         new.trend.as_str(),
@@ -128,8 +152,16 @@ pub fn judge(report: &LogReport, namespace: &str) -> Finding {
     } else {
         Verdict::Supported
     };
+    let abandoned = abandoned(&new.template);
+    let summary = if abandoned {
+        format!(
+            "{summary}; it says callers gave up on requests: what slow answers look like from inside, an effect of the slowness and not its cause"
+        )
+    } else {
+        summary
+    };
     let cause = format!(
-        "the pods print {} since {since} ({} lines on {on}, {})",
+        "the pods print {} {since} ({} lines on {on}, {})",
         quoted(&new.template),
         thousands(new.during),
         new.trend.as_str()
@@ -174,6 +206,61 @@ pub fn judge(report: &LogReport, namespace: &str) -> Finding {
             .unwrap_or_default(),
         since: started,
         previous,
+        abandoned,
     };
     finding
+}
+/// A new error that only says callers gave up is context: the slowness
+/// that made them give up is the cause, and has findings of its own.
+pub fn abandoned_requests_are_context(findings: &mut [Finding]) {
+    for f in findings.iter_mut() {
+        if let Facts::Logs {
+            abandoned: true, ..
+        } = f.facts
+            && f.role == crate::diagnosis::finding::Role::Cause
+        {
+            f.role = crate::diagnosis::finding::Role::Context;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_that_only_says_the_caller_gave_up_is_abandonment() {
+        assert!(abandoned(
+            "ERROR request aborted by client: context canceled"
+        ));
+        assert!(abandoned("WARN write tcp <ip>:<n>: broken pipe"));
+        assert!(!abandoned(
+            "psycopg2.OperationalError: connection to server failed: Connection refused"
+        ));
+        assert!(!abandoned("ERROR column invoices.currency does not exist"));
+    }
+
+    #[test]
+    fn a_new_error_of_abandoned_requests_is_context_not_a_cause() {
+        let mut finding = Finding::decided(
+            FindingId::NewLogErrors,
+            HYPOTHESIS,
+            Verdict::Supported,
+            "new".to_owned(),
+            Some("the pods print it".to_owned()),
+        );
+        finding.role = crate::diagnosis::finding::Role::Cause;
+        finding.facts = Facts::Logs {
+            namespace: "shop".into(),
+            template: "ERROR request aborted by client: context canceled".into(),
+            pods: vec!["web-1".into()],
+            container: "web".into(),
+            since: chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+            previous: false,
+            abandoned: true,
+        };
+        let mut findings = vec![finding];
+        abandoned_requests_are_context(&mut findings);
+        assert_eq!(findings[0].role, crate::diagnosis::finding::Role::Context);
+    }
 }

@@ -7,6 +7,8 @@
 
 pub mod patterns;
 pub mod redact;
+#[cfg(test)]
+mod redaction_suite;
 pub mod template;
 
 use chrono::{DateTime, Utc};
@@ -86,10 +88,25 @@ pub struct LogPattern {
     /// When it reached its breach rate, for one that did so before the onset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub began: Option<DateTime<Utc>>,
+    /// Its pods' reads begin after the onset, with its first line: it may
+    /// have begun earlier than `since` (a chatty pod's bound left the start out).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_after_onset: bool,
     /// The pods that printed it since the onset.
     pub pods: Vec<String>,
     /// One line as printed, redacted and cut to [`EXAMPLE_CHARS`].
     pub example: String,
+}
+
+impl LogPattern {
+    /// `since 14:21`, or `since at least 14:21` when the reads began there.
+    pub fn since_words(&self) -> String {
+        match self.since {
+            Some(s) if self.read_after_onset => format!("since at least {}", s.format("%H:%M")),
+            Some(s) => format!("since {}", s.format("%H:%M")),
+            None => String::new(),
+        }
+    }
 }
 
 /// One container's log as read.

@@ -130,6 +130,7 @@ pub fn analyse(
                 during_per_minute,
                 since: t.since,
                 began,
+                read_after_onset: false,
                 pods: t.pods.into_iter().collect(),
                 example: t.example.unwrap_or_default(),
             }
@@ -142,6 +143,9 @@ pub fn analyse(
             .then(b.before.cmp(&a.before))
             .then(a.template.cmp(&b.template))
     });
+    for p in &mut patterns {
+        p.read_after_onset = read_after_onset(p, evidence, onset);
+    }
     put_the_root_cause_first(&mut patterns);
     patterns.truncate(PATTERNS_KEPT);
     let read = evidence
@@ -172,6 +176,25 @@ pub fn analyse(
     };
     report.line = first_screen_line(&report);
     report
+}
+
+/// Whether the reads of the pods that printed `p` only begin after the onset,
+/// with its first line: then when it began is not known.
+fn read_after_onset(p: &LogPattern, evidence: &LogEvidence, onset: DateTime<Utc>) -> bool {
+    let Some(since) = p.since else {
+        return false;
+    };
+    let first_read = evidence
+        .containers
+        .iter()
+        .filter(|c| p.pods.contains(&c.pod))
+        .flat_map(|c| c.covered.iter())
+        .filter(|(_, to)| *to > onset)
+        .map(|(from, _)| (*from).max(onset))
+        .min();
+    first_read.is_some_and(|first| {
+        first - onset > Duration::minutes(1) && since - first <= Duration::minutes(1)
+    })
 }
 
 /// Why a container nobody asked for was read: the log group brought every
@@ -342,27 +365,53 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
-/// A template as the first screen quotes it, at most 90 characters.
+/// A template as the first screen quotes it, at most 90 characters: a long
+/// one keeps its head (what failed) and its tail (how: "Connection refused").
 pub fn quoted(template: &str) -> String {
-    let short: String = if template.chars().count() > 90 {
-        let mut s: String = template.chars().take(89).collect();
-        s.push('…');
-        s
+    let mut chars: Vec<char> = template.chars().collect();
+    // A long line's event is its exception and message; the thread and
+    // logger before it are context.
+    if chars.len() > 90
+        && let Some(at) = super::compiled(r"\b[\w.$]*(?:Exception|Error)\b:")
+            .find(template)
+            .map(|m| template[..m.start()].chars().count())
+            .filter(|at| *at > 0)
+    {
+        chars = "… ".chars().chain(chars[at..].iter().copied()).collect();
+    }
+    let short: String = if chars.len() > 90 {
+        let head: String = chars[..44].iter().collect();
+        let tail: String = chars[chars.len() - 44..].iter().collect();
+        format!("{} … {}", head.trim_end(), tail.trim_start())
     } else {
-        template.to_owned()
+        chars.into_iter().collect()
     };
     format!("`{short}`")
+}
+
+/// Where a pattern was printed: `3 of 4 pods read`, or the pods by name when
+/// they are one or two of more (locality: the rest did not print it).
+pub fn on_pods(printing: &[String], read: usize) -> String {
+    let of = format!(
+        "{} of {read} pod{} read",
+        printing.len(),
+        if read == 1 { "" } else { "s" }
+    );
+    if printing.len() <= 2 && read > printing.len() {
+        format!("{} ({of})", printing.join(" and "))
+    } else {
+        of
+    }
 }
 
 /// `Logs: 1,240 × `...` since 14:21 on 3 of 4 pods read, new`, or what was read and found old.
 fn first_screen_line(report: &LogReport) -> String {
     let pods = report.pods_read();
-    let of_pods = |n: usize| format!("{n} of {pods} pod{} read", if pods == 1 { "" } else { "s" });
     if let Some(p) = report.new_error() {
-        let since = p
-            .since
-            .map(|s| format!(" since {}", s.format("%H:%M")))
-            .unwrap_or_default();
+        let since = match p.since_words() {
+            words if words.is_empty() => words,
+            words => format!(" {words}"),
+        };
         let how = match p.trend {
             Trend::Increased => format!(
                 ", up from {}/min to {}/min",
@@ -374,7 +423,7 @@ fn first_screen_line(report: &LogReport) -> String {
             "Logs: {} × {}{since} on {}{how}",
             thousands(p.during),
             quoted(&p.template),
-            of_pods(p.pods.len()),
+            on_pods(&p.pods, pods),
         );
     }
     let lines: usize = report.read.iter().map(|r| r.lines).sum();
@@ -495,7 +544,7 @@ mod tests {
         let top = &report.patterns[0];
         assert_eq!(top.trend, Trend::New);
         assert_eq!(top.during, 10);
-        assert!(report.line.starts_with("Logs: 10 × `ERROR column \"<str>\" does not exist (order <n>)` since 09:50 on 1 of 1 pod read, new"), "{}", report.line);
+        assert!(report.line.starts_with("Logs: 10 × `ERROR column \"invoices.currency\" does not exist (order <n>)` since 09:50 on 1 of 1 pod read, new"), "{}", report.line);
     }
 
     #[test]
@@ -690,5 +739,59 @@ mod tests {
             &Redactor::default(),
         );
         assert!(report.new_error().is_some_and(|p| p.trend.is_new()));
+    }
+
+    #[test]
+    fn a_long_line_is_quoted_from_its_exception() {
+        let long = "ERROR [http-nio-8080-exec-3] c.w.geo.api.ApiExceptionHandler - lookup failed: org.apache.lucene.index.CorruptIndexException: checksum failed (hardware problem?)";
+        let q = quoted(long);
+        assert!(
+            q.starts_with("`… org.apache.lucene.index.CorruptIndexException: checksum failed"),
+            "{q}"
+        );
+    }
+
+    #[test]
+    fn one_or_two_pods_of_more_are_named() {
+        assert_eq!(on_pods(&["web-1".into()], 6), "web-1 (1 of 6 pods read)");
+        assert_eq!(
+            on_pods(&["web-1".into(), "web-2".into(), "web-3".into()], 6),
+            "3 of 6 pods read"
+        );
+        assert_eq!(on_pods(&["web-1".into()], 1), "1 of 1 pod read");
+    }
+
+    #[test]
+    fn a_long_template_is_quoted_with_its_head_and_its_tail() {
+        let long = "psycopg2.OperationalError: connection to server at \"ledger-pg.backoffice.svc.cluster.local\" (<ip>), port 5432 failed: Connection refused";
+        let q = quoted(long);
+        assert!(q.starts_with("`psycopg2.OperationalError"), "{q}");
+        assert!(q.ends_with("failed: Connection refused`"), "{q}");
+        assert!(q.chars().count() <= 94, "{q}");
+    }
+
+    #[test]
+    fn an_error_seen_from_the_first_line_read_after_the_onset_is_dated_at_least_then() {
+        let mut lines = every_minute(-60, -40, "INFO GET /orders/{m} 200");
+        lines.extend(every_minute(5, 10, "ERROR connection refused to db:5432"));
+        let mut log = container("web-1", false, -60, -40, &borrowed(&lines));
+        log.covered.push((at(5), at(10)));
+        let report = analyse(
+            &evidence(vec![log]),
+            at(0),
+            at(10),
+            Duration::minutes(2),
+            &Redactor::default(),
+        );
+        let new = report.new_error();
+        assert!(
+            new.is_some_and(|p| p.read_after_onset && p.since_words() == "since at least 10:05"),
+            "{new:?}"
+        );
+        assert!(
+            report.line.contains("since at least 10:05"),
+            "{}",
+            report.line
+        );
     }
 }

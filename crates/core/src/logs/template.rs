@@ -34,6 +34,15 @@ pub struct Templater {
     warning: Regex,
     continuation: Regex,
     spaces: Regex,
+    /// A logfmt line's level, message and error (`level=error msg="..." err="..."`).
+    logfmt_level: Regex,
+    logfmt_message: Regex,
+    logfmt_error: Regex,
+    /// What names a dependency and is kept as printed: a host name with its
+    /// port, a quoted host name, `port 5432`. It is what the reader acts on
+    /// ("refused to ledger-pg...:5432"), and it does not vary between lines
+    /// of one failure.
+    names: Regex,
 }
 
 impl Default for Templater {
@@ -50,6 +59,7 @@ impl Default for Templater {
                 (r#""[^"]{0,400}""#, "\"<str>\""),
                 (r"'[^'\s][^']{0,400}'", "'<str>'"),
                 (r"\b\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h)\b", "<duration>"),
+                (r"\b\d+(?:\.\d+)?[KMGT]i?B?\b", "<size>"),
                 (r"\b(?:0x)?[0-9a-fA-F]{6,}\b", HEX),
                 (r"-?\b\d+(?:\.\d+)?\b", "<n>"),
             ]
@@ -64,8 +74,29 @@ impl Default for Templater {
                 r"^(?:\s+\S|Caused by:|\.\.\. \d+ (?:more|common frames omitted)|goroutine \d+ \[|During handling of the above exception)",
             ),
             spaces: re(r"\s+"),
+            logfmt_level: re(r#"(?i)(?:^|\s)(?:level|lvl|severity)=["']?(\w+)"#),
+            logfmt_message: re(r#"(?:^|\s)(?:msg|message)=(?:"((?:[^"\\]|\\.)*)"|(\S+))"#),
+            logfmt_error: re(r#"(?:^|\s)(?:err|error)=(?:"((?:[^"\\]|\\.)*)"|(\S+))"#),
+            names: re(
+                r#"(?i)"?\b[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,}\b(?::\d{1,5}\b)?"?|\blocalhost(?::\d{1,5}\b)?|\bport\s+\d{1,5}\b"#,
+            ),
         }
     }
+}
+
+/// A kept name's place while the masks run: private-use characters around
+/// letters from g to z (no mask takes them for a number or hex).
+fn marker(index: usize) -> String {
+    let mut letters = String::new();
+    let mut n = index;
+    loop {
+        letters.push(char::from(b'g' + (n % 20) as u8));
+        n /= 20;
+        if n == 0 {
+            break;
+        }
+    }
+    format!("\u{E000}{letters}\u{E001}")
 }
 
 /// The mask of a hex id: only a word with both digits and letters a-f is
@@ -121,6 +152,25 @@ impl Templater {
                 .unwrap_or_default();
             return (format!("{prefix}{joined}"), level);
         }
+        if let Some(message) = self.logfmt_message.captures(trimmed) {
+            // logfmt: the message and the error are the event; the other
+            // pairs (method, path, durations) are its particulars.
+            let value = |c: &regex::Captures<'_>| {
+                c.get(1).or(c.get(2)).map_or("", |m| m.as_str()).to_owned()
+            };
+            let level = self
+                .logfmt_level
+                .captures(trimmed)
+                .map(|c| self.level_word(&c[1]));
+            let mut joined = value(&message);
+            if let Some(error) = self.logfmt_error.captures(trimmed) {
+                joined = format!("{joined}: {}", value(&error));
+            }
+            let prefix = level
+                .map(|l| format!("{} ", l.as_str().to_uppercase()))
+                .unwrap_or_default();
+            return (format!("{prefix}{joined}"), level);
+        }
         (self.leading_time.replace(trimmed, "").into_owned(), None)
     }
 
@@ -147,6 +197,15 @@ impl Templater {
         if let Some(name) = own_name.filter(|n| !n.is_empty()) {
             text = text.replace(name, "<pod>");
         }
+        // Names are set aside behind markers no mask matches, and put back.
+        let mut kept: Vec<String> = Vec::new();
+        text = self
+            .names
+            .replace_all(&text, |c: &regex::Captures<'_>| {
+                kept.push(c[0].to_owned());
+                marker(kept.len() - 1)
+            })
+            .into_owned();
         for (pattern, replacement) in &self.masks {
             if !pattern.is_match(&text) {
                 continue;
@@ -156,6 +215,9 @@ impl Templater {
             } else {
                 pattern.replace_all(&text, *replacement).into_owned()
             };
+        }
+        for (i, name) in kept.iter().enumerate() {
+            text = text.replacen(&marker(i), name, 1);
         }
         let text = self.spaces.replace_all(text.trim(), " ").into_owned();
         // Backticks would end a code span in Slack and Markdown renderings.
@@ -188,10 +250,14 @@ mod tests {
     }
 
     #[test]
-    fn quoted_values_and_hex_ids_are_masked() {
+    fn quoted_values_and_hex_ids_are_masked_and_a_dotted_name_is_kept() {
         assert_eq!(
             t(r#"ERROR column "invoices.currency" does not exist at trace 7f4c9b6d52ab"#),
-            r#"ERROR column "<str>" does not exist at trace <hex>"#
+            r#"ERROR column "invoices.currency" does not exist at trace <hex>"#
+        );
+        assert_eq!(
+            t(r#"ERROR key "cart 81734" missing at trace 7f4c9b6d52ab"#),
+            r#"ERROR key "<str>" missing at trace <hex>"#
         );
     }
 
@@ -241,6 +307,47 @@ mod tests {
                 Some("web-7f4c9b6d52-8wjzc")
             ),
             "INFO <pod> started"
+        );
+    }
+
+    #[test]
+    fn sizes_are_masked_and_localhost_keeps_its_port() {
+        assert_eq!(
+            t("[0.512s][info][gc] GC(42) Pause Young 163M->2M(1382M) 3.1ms"),
+            t("[9.1s][info][gc] GC(7) Pause Young 2153M->9M(1382M) 12.4ms")
+        );
+        assert_eq!(
+            t("ERROR unable to send 12 metrics to localhost:8125"),
+            "ERROR unable to send <n> metrics to localhost:8125"
+        );
+    }
+
+    #[test]
+    fn the_dependency_a_line_names_is_kept_with_its_port() {
+        assert_eq!(
+            t(
+                r#"psycopg2.OperationalError: connection to server at "ledger-pg.backoffice.svc.cluster.local" (10.0.3.7), port 5432 failed: Connection refused"#
+            ),
+            r#"psycopg2.OperationalError: connection to server at "ledger-pg.backoffice.svc.cluster.local" (<ip>), port 5432 failed: Connection refused"#
+        );
+        assert_eq!(
+            t("WARN retry 3 of 5: dial tcp redis.cache.svc:6379: i/o timeout after 250ms"),
+            "WARN retry <n> of <n>: dial tcp redis.cache.svc:6379: i/o timeout after <duration>"
+        );
+        assert_eq!(
+            t(r#"ERROR user "alice smith" not found"#),
+            r#"ERROR user "<str>" not found"#
+        );
+    }
+
+    #[test]
+    fn a_logfmt_line_is_its_level_message_and_error() {
+        let line = r#"time=2026-12-04T08:00:00Z level=ERROR msg="request aborted by client" method=GET path=/v2/products/81734/availability waited=3.01s err="context canceled""#;
+        let templater = Templater::default();
+        assert_eq!(templater.level(line), Level::Error);
+        assert_eq!(
+            templater.template(line, None),
+            "ERROR request aborted by client: context canceled"
         );
     }
 

@@ -326,6 +326,7 @@ pub fn read_the_new_error(context: &Context<'_>) -> Option<NextStep> {
         container,
         since,
         previous,
+        ..
     } = &finding.facts
     else {
         return None;
@@ -351,7 +352,7 @@ pub fn read_the_new_error(context: &Context<'_>) -> Option<NextStep> {
     ))];
     Some(NextStep {
         proposal: format!(
-            "Read the error the pods began to print at {}: {}; what it names (a column, a host and port, a limit) is where the fix is",
+            "Read the error the pods print since {}: {}; what it names (a column, a host and port, a limit) is where the fix is",
             since.format("%H:%M"),
             crate::logs::patterns::quoted(template)
         ),
