@@ -27,12 +27,13 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 scripts/setup.sh
 bench_binary=${BENCH_DEPTH_ONLY:-target/release/alarm-triage}
+# BENCH_WORLD: the world of section 1 (default: world 1).
 if [ -z "${BENCH_DEPTH_ONLY:-}" ]; then
   cargo build --quiet --release -p diagnose -p notify-slack -p alarm-triage
 fi
 python=.venv/bin/python
 state=.world/bench
-world=tests/worlds/alb-flapping-worker-ceiling
+world=${BENCH_WORLD:-tests/worlds/alb-flapping-worker-ceiling}
 trap 'for s in "$state" "$state-rss" "$state-notify"; do $python infra/local/stack.py down --state "$s" >/dev/null 2>&1 || true; done' EXIT
 
 echo "== 1. latency: world 1, without and with 100 ms before every AWS call; depth of the critical path"
@@ -142,20 +143,33 @@ if [ -n "${BENCH_DEPTH_ONLY:-}" ]; then exit 0; fi
 echo "== 2. start-up: process start to first poll of the runtime API (release)"
 $python scripts/bench_startup.py target/release/diagnose
 
-echo "== 3. memory: peak RSS while diagnosing world 1 (release, under the emulator)"
-wrapper="$PWD/$state-rss.sh"
-mkdir -p "$(dirname "$wrapper")"
-printf '#!/bin/sh\nexec /usr/bin/time -v -o %s %s\n' "$PWD/$state-rss.time" "$PWD/target/release/diagnose" > "$wrapper"
-chmod +x "$wrapper"
-DIAGNOSE_BINARY="$wrapper" $python infra/local/stack.py up "$world" --state "$state-rss" --lambda >/dev/null
-$python infra/local/stack.py deliver --state "$state-rss" >/dev/null
-for _ in $(seq 1 100); do [ -s "$state-rss/invocations.jsonl" ] && break; sleep 0.2; done
-# Stop the function itself (not /usr/bin/time) so that time reports.
-time_pid=$(awk '$2 == "diagnose" {print $1}' "$state-rss/pids")
-pkill -TERM -P "$time_pid" || true
-for _ in $(seq 1 50); do grep -q "Exit status" "$state-rss.time" 2>/dev/null && break; sleep 0.1; done
-$python infra/local/stack.py down --state "$state-rss" >/dev/null
-grep -E "Maximum resident set size|Elapsed" "$state-rss.time" | sed 's/^/   /'
+# peak_rss WORLD BINARY: peak RSS of BINARY (a diagnose build) serving one
+# invocation of WORLD under the emulator.
+peak_rss() {
+  local wrapper="$PWD/$state-rss.sh"
+  mkdir -p "$(dirname "$wrapper")"
+  printf '#!/bin/sh\nexec /usr/bin/time -v -o %s %s\n' "$PWD/$state-rss.time" "$2" > "$wrapper"
+  chmod +x "$wrapper"
+  rm -f "$PWD/$state-rss.time"
+  DIAGNOSE_BINARY="$wrapper" $python infra/local/stack.py up "$1" --state "$state-rss" --lambda >/dev/null
+  $python infra/local/stack.py deliver --state "$state-rss" >/dev/null
+  for _ in $(seq 1 150); do [ -s "$state-rss/invocations.jsonl" ] && break; sleep 0.2; done
+  # Stop the function itself (not /usr/bin/time) so that time reports.
+  local time_pid
+  time_pid=$(awk '$2 == "diagnose" {print $1}' "$state-rss/pids")
+  pkill -TERM -P "$time_pid" || true
+  for _ in $(seq 1 50); do grep -q "Exit status" "$state-rss.time" 2>/dev/null && break; sleep 0.1; done
+  $python infra/local/stack.py down --state "$state-rss" >/dev/null
+  grep -E "Maximum resident set size|Elapsed" "$state-rss.time" | sed 's/^/   /'
+}
+
+echo "== 3. memory: peak RSS while diagnosing (release, under the emulator)"
+echo "   world 1:"
+peak_rss "$world" "$PWD/target/release/diagnose"
+# The trips rollout with four times its log lines: the diagnosis reads its
+# whole log budget (1 MiB: pods/log and Logs Insights); the target is < 32 MB.
+echo "   with 1 MiB of logs read (tests/bench-worlds/logs-one-mib):"
+peak_rss tests/bench-worlds/logs-one-mib "$PWD/target/release/diagnose"
 
 echo "== 4. notify-slack: start-up, invocation times, peak RSS (release)"
 $python scripts/bench_startup.py target/release/notify-slack

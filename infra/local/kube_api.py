@@ -94,6 +94,8 @@ KINDS = {
     "Namespace": ("namespaces", False),
     "Deployment": ("deployments", True),
     "ReplicaSet": ("replicasets", True),
+    "DaemonSet": ("daemonsets", True),
+    "StatefulSet": ("statefulsets", True),
     "HorizontalPodAutoscaler": ("horizontalpodautoscalers", True),
     "PodMetrics": ("pods", True),
     "NodeMetrics": ("nodes", False),

@@ -207,7 +207,7 @@ fn not_requested(origin: crate::evidence::logs::LogOrigin) -> String {
 }
 
 /// Words that say how something failed, not only that it did.
-const MECHANISMS: [&str; 24] = [
+const MECHANISMS: [&str; 28] = [
     "refused",
     "reset by peer",
     "timed out",
@@ -227,6 +227,10 @@ const MECHANISMS: [&str; 24] = [
     "deadline exceeded",
     "certificate",
     "unknown host",
+    "unknownhost",
+    "could not resolve",
+    "name resolution",
+    "nxdomain",
     "unreachable",
     "broken pipe",
     "exhausted",
@@ -459,14 +463,14 @@ fn first_screen_line(report: &LogReport) -> String {
         .max_by_key(|p| p.before + p.during);
     match loudest {
         Some(p) => format!(
-            "Logs: nothing new in {pods} pod{}'s logs since the onset; the loudest, {}, was there before ({} before, {} since)",
+            "Logs: nothing new since the onset in the logs of {pods} pod{}; the loudest, {}, was there before ({} before, {} since)",
             if pods == 1 { "" } else { "s" },
             quoted(&p.template),
             thousands(p.before),
             thousands(p.during)
         ),
         None => format!(
-            "Logs: nothing new in {pods} pod{}'s logs since the onset",
+            "Logs: nothing new since the onset in the logs of {pods} pod{}",
             if pods == 1 { "" } else { "s" }
         ),
     }

@@ -99,8 +99,8 @@ fn marker(index: usize) -> String {
     format!("\u{E000}{letters}\u{E001}")
 }
 
-/// The mask of a hex id: only a word with both digits and letters a-f is
-/// one (`deadbeef` and `1234567` are a word and a number).
+/// The mask of a hex id: a word with both digits and letters a-f, or ten
+/// digits or more (`deadbeef` and `1234567` are a word and a number).
 const HEX: &str = "<hex>";
 
 fn mask_hex(pattern: &Regex, text: &str) -> String {
@@ -109,7 +109,9 @@ fn mask_hex(pattern: &Regex, text: &str) -> String {
             let word = c[0].trim_start_matches("0x");
             let digits = word.chars().any(|ch| ch.is_ascii_digit());
             let letters = word.chars().any(|ch| ch.is_ascii_alphabetic());
-            if digits && letters {
+            // A long id that happens to have no letter a-f is still an id.
+            let long_id = !letters && word.len() >= 10;
+            if digits && letters || long_id {
                 HEX.to_owned()
             } else {
                 c[0].to_owned()
@@ -187,7 +189,28 @@ impl Templater {
     /// The level a line states (its level word, an exception, a panic).
     pub fn level(&self, line: &str) -> Level {
         let (text, stated) = self.message(line);
-        stated.unwrap_or_else(|| self.level_word(&text))
+        stated
+            .or_else(|| self.leading_level(&text))
+            .unwrap_or_else(|| self.level_word(&text))
+    }
+
+    /// The level a line opens with (`WARN ...`, `[INFO] ...`, `W1204 ...`
+    /// is not one): it wins over an exception's name quoted later, as in
+    /// `WARN ... Resolved [BankUnavailableException: ...]`.
+    fn leading_level(&self, text: &str) -> Option<Level> {
+        let first = text
+            .split_whitespace()
+            .next()?
+            .trim_matches(|c: char| !c.is_ascii_alphabetic())
+            .to_ascii_lowercase();
+        match first.as_str() {
+            "warn" | "warning" => Some(Level::Warning),
+            "info" | "debug" | "trace" | "notice" => Some(Level::Info),
+            "error" | "err" | "fatal" | "critical" | "crit" | "severe" | "panic" => {
+                Some(Level::Error)
+            }
+            _ => None,
+        }
     }
 
     /// The template of `line` (already redacted), with `own_name` (the pod
@@ -307,6 +330,31 @@ mod tests {
                 Some("web-7f4c9b6d52-8wjzc")
             ),
             "INFO <pod> started"
+        );
+    }
+
+    #[test]
+    fn the_level_a_line_opens_with_wins_over_an_exception_it_quotes() {
+        let templater = Templater::default();
+        assert_eq!(
+            templater.level("WARN 1 --- [api] [nio-8080-exec-1] Resolver : Resolved [c.l.BankUnavailableException: unreachable]"),
+            Level::Warning
+        );
+        assert_eq!(
+            templater.level("[INFO] retrying after TimeoutException"),
+            Level::Info
+        );
+        assert_eq!(
+            templater.level("java.net.UnknownHostException: api.bank"),
+            Level::Error
+        );
+    }
+
+    #[test]
+    fn a_hex_id_without_letters_is_still_an_id() {
+        assert_eq!(
+            t("GET /v1/venues/283/seatmap 404 80ms req=8907017eedf10 venue not found"),
+            t("GET /v1/venues/11/seatmap 404 41ms req=3807663579981 venue not found")
         );
     }
 

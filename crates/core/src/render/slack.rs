@@ -188,8 +188,8 @@ fn logs_block(d: &Diagnosis) -> Option<Value> {
                 p.trend.as_str(),
                 p.level.as_str(),
                 escape(&truncate(&p.template, 200)),
-                p.before,
-                p.during,
+                crate::logs::patterns::thousands(p.before),
+                crate::logs::patterns::thousands(p.during),
                 if p.pods.is_empty() {
                     String::new()
                 } else {
