@@ -27,14 +27,45 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 scripts/setup.sh
 bench_binary=${BENCH_DEPTH_ONLY:-target/release/alarm-triage}
+# BENCH_MEMORY_ONLY=DIAGNOSE_BINARY runs section 3 alone with that diagnose
+# binary and builds nothing (before and after a change, one sitting).
 # BENCH_WORLD: the world of section 1 (default: world 1).
-if [ -z "${BENCH_DEPTH_ONLY:-}" ]; then
+if [ -z "${BENCH_DEPTH_ONLY:-}${BENCH_MEMORY_ONLY:-}" ]; then
   cargo build --quiet --release -p diagnose -p notify-slack -p alarm-triage
 fi
 python=.venv/bin/python
 state=.world/bench
 world=${BENCH_WORLD:-tests/worlds/alb-flapping-worker-ceiling}
 trap 'for s in "$state" "$state-rss" "$state-notify"; do $python infra/local/stack.py down --state "$s" >/dev/null 2>&1 || true; done' EXIT
+
+# peak_rss WORLD BINARY: peak RSS of BINARY (a diagnose build) serving one
+# invocation of WORLD under the emulator.
+peak_rss() {
+  local wrapper="$PWD/$state-rss.sh"
+  mkdir -p "$(dirname "$wrapper")"
+  printf '#!/bin/sh\nexec /usr/bin/time -v -o %s %s\n' "$PWD/$state-rss.time" "$2" > "$wrapper"
+  chmod +x "$wrapper"
+  rm -f "$PWD/$state-rss.time"
+  DIAGNOSE_BINARY="$wrapper" $python infra/local/stack.py up "$1" --state "$state-rss" --lambda >/dev/null
+  $python infra/local/stack.py deliver --state "$state-rss" >/dev/null
+  for _ in $(seq 1 150); do [ -s "$state-rss/invocations.jsonl" ] && break; sleep 0.2; done
+  # Stop the function itself (not /usr/bin/time) so that time reports.
+  local time_pid
+  time_pid=$(awk '$2 == "diagnose" {print $1}' "$state-rss/pids")
+  pkill -TERM -P "$time_pid" || true
+  for _ in $(seq 1 50); do grep -q "Exit status" "$state-rss.time" 2>/dev/null && break; sleep 0.1; done
+  $python infra/local/stack.py down --state "$state-rss" >/dev/null
+  grep -E "Maximum resident set size|Elapsed" "$state-rss.time" | sed 's/^/   /'
+}
+
+if [ -n "${BENCH_MEMORY_ONLY:-}" ]; then
+  echo "== 3. memory: peak RSS of $BENCH_MEMORY_ONLY (under the emulator)"
+  echo "   world 1:"
+  peak_rss "$world" "$BENCH_MEMORY_ONLY"
+  echo "   with 1 MiB of logs read (tests/bench-worlds/logs-one-mib):"
+  peak_rss tests/bench-worlds/logs-one-mib "$BENCH_MEMORY_ONLY"
+  exit 0
+fi
 
 echo "== 1. latency: world 1, without and with 100 ms before every AWS call; depth of the critical path"
 $python infra/local/stack.py up "$world" --state "$state" >/dev/null
@@ -142,26 +173,6 @@ if [ -n "${BENCH_DEPTH_ONLY:-}" ]; then exit 0; fi
 
 echo "== 2. start-up: process start to first poll of the runtime API (release)"
 $python scripts/bench_startup.py target/release/diagnose
-
-# peak_rss WORLD BINARY: peak RSS of BINARY (a diagnose build) serving one
-# invocation of WORLD under the emulator.
-peak_rss() {
-  local wrapper="$PWD/$state-rss.sh"
-  mkdir -p "$(dirname "$wrapper")"
-  printf '#!/bin/sh\nexec /usr/bin/time -v -o %s %s\n' "$PWD/$state-rss.time" "$2" > "$wrapper"
-  chmod +x "$wrapper"
-  rm -f "$PWD/$state-rss.time"
-  DIAGNOSE_BINARY="$wrapper" $python infra/local/stack.py up "$1" --state "$state-rss" --lambda >/dev/null
-  $python infra/local/stack.py deliver --state "$state-rss" >/dev/null
-  for _ in $(seq 1 150); do [ -s "$state-rss/invocations.jsonl" ] && break; sleep 0.2; done
-  # Stop the function itself (not /usr/bin/time) so that time reports.
-  local time_pid
-  time_pid=$(awk '$2 == "diagnose" {print $1}' "$state-rss/pids")
-  pkill -TERM -P "$time_pid" || true
-  for _ in $(seq 1 50); do grep -q "Exit status" "$state-rss.time" 2>/dev/null && break; sleep 0.1; done
-  $python infra/local/stack.py down --state "$state-rss" >/dev/null
-  grep -E "Maximum resident set size|Elapsed" "$state-rss.time" | sed 's/^/   /'
-}
 
 echo "== 3. memory: peak RSS while diagnosing (release, under the emulator)"
 echo "   world 1:"

@@ -12,7 +12,9 @@ use chrono::{DateTime, NaiveDateTime, Utc};
 
 use super::{sdk_failure, service_error_code};
 use crate::error::{Error, Result};
-use crate::evidence::logs::{BYTES_PER_CONTAINER, ContainerLog, LogLine, LogOrigin, LogWindow};
+use crate::evidence::logs::{
+    BYTES_PER_CONTAINER, ContainerLog, LogLine, LogOrigin, LogWindow, USUAL_LINE_BYTES,
+};
 use crate::evidence::source;
 use crate::evidence::workload::PodsListed;
 
@@ -67,9 +69,15 @@ impl LogsInsightsSource {
             vec![(window.baseline, window.now)]
         };
         let share = limit_bytes / spans.len();
+        // The rows asked for are bounded by the bytes too: a response is held
+        // whole in memory before it is cut, so 10,000 rows of long lines would
+        // cost several times the budget.
+        let rows = i32::try_from(share / USUAL_LINE_BYTES)
+            .unwrap_or(MAX_ROWS)
+            .clamp(1, MAX_ROWS);
         let queries = spans
             .iter()
-            .map(|(from, to)| self.span(&groups, pods, *from, *to));
+            .map(|(from, to)| self.span(&groups, pods, *from, *to, rows));
         let mut logs = Vec::new();
         for (rows, (from, to)) in futures_util::future::try_join_all(queries)
             .await?
@@ -91,6 +99,7 @@ impl LogsInsightsSource {
         pods: &PodsListed,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
+        rows: i32,
     ) -> Result<Option<Vec<Row>>> {
         let started = self
             .client
@@ -98,8 +107,8 @@ impl LogsInsightsSource {
             .set_log_group_names(Some(groups.to_vec()))
             .start_time(from.timestamp())
             .end_time(to.timestamp())
-            .query_string(query(pods))
-            .limit(MAX_ROWS)
+            .query_string(query(pods, rows))
+            .limit(rows)
             .send()
             .await;
         let id = match started {
@@ -166,7 +175,7 @@ impl LogsInsightsSource {
 
 /// The query: the namespace, and every pod of the Deployments (by their
 /// pods' name prefix) or, without Deployments, the pods listed.
-fn query(pods: &PodsListed) -> String {
+fn query(pods: &PodsListed, rows: i32) -> String {
     let owners = pods.owners();
     let which = if owners.is_empty() {
         let names: Vec<String> = pods.pods.iter().map(|p| quoted(p)).collect();
@@ -183,7 +192,7 @@ fn query(pods: &PodsListed) -> String {
     format!(
         "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log \
          | filter kubernetes.namespace_name = {} and {which} and log like {NOTEWORTHY} \
-         | sort @timestamp desc | limit {MAX_ROWS}",
+         | sort @timestamp desc | limit {rows}",
         quoted(&pods.namespace)
     )
 }
@@ -359,7 +368,7 @@ mod tests {
     #[test]
     fn the_query_reads_every_pod_of_the_deployment_in_the_namespace() {
         assert_eq!(
-            query(&listed()),
+            query(&listed(), 10_000),
             format!(
                 "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log | filter kubernetes.namespace_name = \"trips\" and kubernetes.pod_name like /^(itinerary)-[a-z0-9]+-[a-z0-9]+$/ and log like {NOTEWORTHY} | sort @timestamp desc | limit 10000"
             )

@@ -144,8 +144,12 @@ pub struct AwsSources {
     /// Where the pods' series come from, chosen once from the configuration.
     pub pod_series: PodSeriesFrom,
     pub logs_insights: logs_insights::LogsInsightsSource,
-    /// Masks secrets in every log line the moment it is read.
-    pub redactor: std::sync::Arc<alarm_triage_core::logs::Redactor>,
+    /// Masks secrets in every log line the moment it is read; built at the
+    /// first line (its patterns were checked with the configuration), so a
+    /// diagnosis that reads no log pays nothing for it.
+    pub redactor: std::sync::Arc<std::sync::OnceLock<alarm_triage_core::logs::Redactor>>,
+    /// `LOG_REDACT`'s extra patterns.
+    pub log_redact: Vec<String>,
     /// Sources for other accounts and regions; `None` for sources that read one only.
     pub accounts: Option<std::sync::Arc<accounts::AccountScope>>,
 }
@@ -201,11 +205,8 @@ impl AwsSources {
                 aws_sdk_cloudwatchlogs::Client::new(config),
                 cluster.log_groups.clone(),
             ),
-            // The patterns were checked when the configuration was read.
-            redactor: std::sync::Arc::new(
-                alarm_triage_core::logs::Redactor::with_extra(&cluster.log_redact)
-                    .unwrap_or_default(),
-            ),
+            redactor: Default::default(),
+            log_redact: cluster.log_redact.clone(),
         }
     }
 }
@@ -504,8 +505,15 @@ mod delegation {
     impl AwsSources {
         /// Every line, before anything else sees it.
         fn redact(&self, log: &mut crate::evidence::logs::ContainerLog) {
+            if log.lines.is_empty() {
+                return;
+            }
+            // The patterns were checked when the configuration was read.
+            let redactor = self.redactor.get_or_init(|| {
+                alarm_triage_core::logs::Redactor::with_extra(&self.log_redact).unwrap_or_default()
+            });
             for line in &mut log.lines {
-                if let std::borrow::Cow::Owned(clean) = self.redactor.redact(&line.text) {
+                if let std::borrow::Cow::Owned(clean) = redactor.redact(&line.text) {
                     line.text = clean;
                 }
             }

@@ -87,14 +87,19 @@ pub struct BadPattern {
 /// Redacts secrets from log lines: the built-in rules and the deployment's own.
 #[derive(Debug, Clone)]
 pub struct Redactor {
-    rules: Vec<(Regex, &'static str)>,
+    /// Compiled once per process and shared: every redactor uses the same
+    /// programs and the same match caches (a regex's memory is mostly its caches).
+    rules: &'static [(Regex, &'static str)],
     extra: Vec<Regex>,
 }
+
+static BUILT_IN: std::sync::LazyLock<Vec<(Regex, &'static str)>> =
+    std::sync::LazyLock::new(built_in);
 
 impl Default for Redactor {
     fn default() -> Self {
         Redactor {
-            rules: built_in(),
+            rules: &BUILT_IN,
             extra: Vec::new(),
         }
     }
@@ -128,7 +133,7 @@ impl Redactor {
                 out = Cow::Owned(pattern.replace_all(&out, REDACTED).into_owned());
             }
         }
-        for (pattern, replacement) in &self.rules {
+        for (pattern, replacement) in self.rules {
             if !pattern.is_match(&out) {
                 continue;
             }

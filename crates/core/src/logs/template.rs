@@ -45,8 +45,17 @@ pub struct Templater {
     names: Regex,
 }
 
+/// Compiled once per process; every `Templater::default()` shares it.
+static SHARED: std::sync::LazyLock<Templater> = std::sync::LazyLock::new(Templater::compile);
+
 impl Default for Templater {
     fn default() -> Self {
+        SHARED.clone()
+    }
+}
+
+impl Templater {
+    fn compile() -> Self {
         let re = super::compiled;
         Templater {
             leading_time: re(
