@@ -234,6 +234,8 @@ fn the_member_role_reads_only_and_trusts_only_the_central_function() {
             ["Describe", "Get", "List", "Lookup"]
                 .iter()
                 .any(|p| a.contains(&format!(":{p}")))
+                // A Logs Insights query over the container logs, and stopping it.
+                || ["logs:StartQuery", "logs:StopQuery"].contains(&a.as_str())
         })
         // Reads of the bot's own state (its tables and hold queue) live in the central account.
         .filter(|a| !a.starts_with("dynamodb:") && !a.starts_with("sqs:"))
