@@ -72,12 +72,12 @@ impl LogsInsightsSource {
         // The rows asked for are bounded by the bytes too: a response is held
         // whole in memory before it is cut, so 10,000 rows of long lines would
         // cost several times the budget.
-        let rows = i32::try_from(share / USUAL_LINE_BYTES)
+        let limit = i32::try_from(share / USUAL_LINE_BYTES)
             .unwrap_or(MAX_ROWS)
             .clamp(1, MAX_ROWS);
         let queries = spans
             .iter()
-            .map(|(from, to)| self.span(&groups, pods, *from, *to, rows));
+            .map(|(from, to)| self.span(&groups, pods, *from, *to, limit));
         let mut logs = Vec::new();
         for (rows, (from, to)) in futures_util::future::try_join_all(queries)
             .await?
@@ -86,6 +86,17 @@ impl LogsInsightsSource {
         {
             let Some(rows) = rows else {
                 return Ok(None);
+            };
+            // A query that returned all the rows it was allowed left older
+            // ones out, for every pod alike: coverage starts at its oldest row.
+            let from = if rows.len() >= usize::try_from(limit).unwrap_or(usize::MAX) {
+                rows.iter()
+                    .filter_map(|r| r.at)
+                    .min()
+                    .unwrap_or(from)
+                    .max(from)
+            } else {
+                from
             };
             logs.push(containers(rows, pods, (from, to), share));
         }

@@ -77,7 +77,7 @@ async fn read(
     let cut = body.len() >= spec.limit_bytes.saturating_sub(1024);
     let lines = parse_timestamped(&body, cut);
     Ok(Some(LogRead {
-        since: spec.covered_from(&lines),
+        since: spec.covered_from(&lines, cut),
         lines,
         cut,
         bytes: body.len(),

@@ -276,10 +276,11 @@ pub struct ReadSpec {
 
 impl ReadSpec {
     /// Where what came back starts to be complete: a tail read that brought
-    /// all the lines it asked for may have left older ones out.
-    pub fn covered_from(&self, lines: &[LogLine]) -> DateTime<Utc> {
+    /// all the lines it asked for, or was cut at its byte bound (the API
+    /// server cuts the tail's newest end), may have left older ones out.
+    pub fn covered_from(&self, lines: &[LogLine], cut: bool) -> DateTime<Utc> {
         match (self.tail_lines, lines.first()) {
-            (Some(tail), Some(first)) if lines.len() >= tail => first.at.max(self.since),
+            (Some(tail), Some(first)) if cut || lines.len() >= tail => first.at.max(self.since),
             _ => self.since,
         }
     }
@@ -580,8 +581,16 @@ mod tests {
             limit_bytes: 1000,
         };
         let lines = [line(7, "a"), line(9, "b")];
-        assert_eq!(spec.covered_from(&lines), t0() + Duration::minutes(7));
-        assert_eq!(spec.covered_from(&lines[..1]), t0());
+        assert_eq!(
+            spec.covered_from(&lines, false),
+            t0() + Duration::minutes(7)
+        );
+        assert_eq!(spec.covered_from(&lines[..1], false), t0());
+        assert_eq!(
+            spec.covered_from(&lines[..1], true),
+            t0() + Duration::minutes(7),
+            "a tail cut at its byte bound left older lines out"
+        );
     }
 
     #[test]
