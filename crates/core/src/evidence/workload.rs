@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::evidence::logs::{BYTES_IN_ALL, BYTES_PER_CONTAINER, LogPlan, LogRequest, MAX_PODS};
 use crate::evidence::service_map::ServiceRef;
 
 /// What the Kubernetes adapter is asked to find.
@@ -47,7 +48,7 @@ pub struct PodsListed {
     /// the name Container Insights publishes as `PodName`.
     pub workloads: BTreeMap<String, String>,
     /// Which containers' logs to read, chosen from the listing itself.
-    pub logs: super::logs::LogPlan,
+    pub logs: LogPlan,
     /// When each pod was created: a log group covers a pod from then only.
     pub created: BTreeMap<String, DateTime<Utc>>,
 }
@@ -76,11 +77,117 @@ impl PodsListed {
                     Some((p.name.clone(), deployment.to_owned()))
                 })
                 .collect(),
-            logs: super::logs::LogPlan::for_pods(pods),
+            logs: LogPlan::for_pods(pods),
             created: pods
                 .iter()
                 .filter_map(|p| Some((p.name.clone(), p.created?)))
                 .collect(),
+        }
+    }
+}
+
+/// The logs to read are chosen from the listing alone, so the plan is made
+/// where the listing is.
+impl LogPlan {
+    /// The containers to read among `pods`: those in trouble first (not
+    /// ready, restarted, waiting), then the newest ReplicaSet's, then one
+    /// ordinary pod of another ReplicaSet (or the oldest) for contrast; the
+    /// previous instance of each chosen container that restarted too.
+    pub fn for_pods(pods: &[PodInfo]) -> Self {
+        let newest_set = pods
+            .iter()
+            .filter(|p| p.owner_replica_set.is_some())
+            .max_by_key(|p| p.created)
+            .and_then(|p| p.owner_replica_set.clone());
+        let trouble = |p: &PodInfo| {
+            !p.ready
+                || p.restarts > 0
+                || p.lifecycle.waiting_reason.is_some()
+                || p.phase != "Running"
+        };
+        let mut ranked: Vec<(&PodInfo, &str)> = Vec::new();
+        for pod in pods.iter().filter(|p| trouble(p)) {
+            ranked.push((
+                pod,
+                if pod.restarts > 0 {
+                    "restarted"
+                } else {
+                    "not ready"
+                },
+            ));
+        }
+        let several_sets = pods
+            .iter()
+            .any(|p| p.owner_replica_set.is_some() && p.owner_replica_set != newest_set);
+        if several_sets {
+            for pod in pods
+                .iter()
+                .filter(|p| p.owner_replica_set == newest_set && !trouble(p))
+            {
+                ranked.push((pod, "newest ReplicaSet"));
+            }
+        }
+        ranked.truncate(MAX_PODS - 1);
+        // Contrast: an ordinary pod the ranking did not take, preferably of
+        // another ReplicaSet than the worst pod's.
+        let worst_set = ranked
+            .first()
+            .and_then(|(p, _)| p.owner_replica_set.clone());
+        let taken =
+            |p: &PodInfo, ranked: &[(&PodInfo, &str)]| ranked.iter().any(|(r, _)| r.name == p.name);
+        let mut ordinary: Vec<&PodInfo> = pods
+            .iter()
+            .filter(|p| !trouble(p) && !taken(p, &ranked))
+            .collect();
+        ordinary.sort_by_key(|p| {
+            (
+                p.owner_replica_set == worst_set && worst_set.is_some(),
+                p.created,
+            )
+        });
+        if let Some(pod) = ordinary.first() {
+            ranked.push((pod, "contrast"));
+        }
+        // Nothing stands out: a few pods as they come.
+        for pod in pods {
+            if ranked.len() >= MAX_PODS.min(pods.len()) {
+                break;
+            }
+            if !taken(pod, &ranked) {
+                ranked.push((pod, "sample"));
+            }
+        }
+        let mut requests = Vec::new();
+        for (pod, why) in ranked {
+            let Some(main) = pod.containers.first() else {
+                continue;
+            };
+            requests.push(LogRequest {
+                pod: pod.name.clone(),
+                container: main.name.clone(),
+                previous: false,
+                why: why.to_owned(),
+            });
+            if let Some(ended) = &pod.lifecycle.last_termination {
+                requests.push(LogRequest {
+                    pod: pod.name.clone(),
+                    container: ended.container.clone(),
+                    previous: true,
+                    why: format!("{why}, previous instance ({})", ended.reason),
+                });
+            } else if pod.restarts > 0 {
+                requests.push(LogRequest {
+                    pod: pod.name.clone(),
+                    container: main.name.clone(),
+                    previous: true,
+                    why: format!("{why}, previous instance"),
+                });
+            }
+        }
+        // Half the budget for pods/log; the log group's query may bring the rest.
+        LogPlan {
+            bytes_per_container: BYTES_PER_CONTAINER.min(BYTES_IN_ALL / 2 / requests.len().max(1)),
+            requests,
         }
     }
 }
@@ -522,5 +629,95 @@ mod tests {
             lifecycle: PodLifecycle::default(),
         };
         assert_eq!(pod.cpu_request(), None);
+    }
+
+    mod log_plan {
+        use super::super::*;
+        use chrono::Duration;
+
+        fn pod(name: &str, set: &str, minutes_old: i64, restarts: u32) -> PodInfo {
+            PodInfo {
+                name: name.into(),
+                phase: "Running".into(),
+                node: None,
+                ready: true,
+                restarts,
+                owner_replica_set: Some(set.into()),
+                created: Some(
+                    DateTime::<Utc>::UNIX_EPOCH + Duration::hours(10)
+                        - Duration::minutes(minutes_old),
+                ),
+                ip: None,
+                reason: None,
+                containers: vec![ContainerInfo {
+                    name: "app".into(),
+                    cpu_request: None,
+                    cpu_limit: None,
+                    memory_limit: None,
+                    readiness_probe: true,
+                    liveness_probe: true,
+                    args: vec![],
+                }],
+                scheduling_messages: vec![],
+                lifecycle: PodLifecycle::default(),
+            }
+        }
+
+        #[test]
+        fn a_restarted_pod_is_read_first_with_its_previous_instance_and_an_ordinary_pod_for_contrast()
+         {
+            let mut hot = pod("web-a-1", "web-a", 100, 3);
+            hot.lifecycle.last_termination = Some(Termination {
+                container: "app".into(),
+                reason: "OOMKilled".into(),
+                exit_code: 137,
+                finished_at: None,
+            });
+            let pods = vec![
+                pod("web-a-0", "web-a", 100, 0),
+                hot,
+                pod("web-a-2", "web-a", 100, 0),
+            ];
+            let plan = LogPlan::for_pods(&pods);
+            let read: Vec<(&str, bool)> = plan
+                .requests
+                .iter()
+                .map(|r| (r.pod.as_str(), r.previous))
+                .collect();
+            assert_eq!(
+                read[..3],
+                [("web-a-1", false), ("web-a-1", true), ("web-a-0", false)]
+            );
+            assert!(plan.bytes_per_container * plan.requests.len() * 2 <= BYTES_IN_ALL);
+        }
+
+        #[test]
+        fn after_a_rollout_the_new_pods_are_read_and_an_old_one_for_contrast() {
+            let pods = vec![
+                pod("web-old-1", "web-old", 300, 0),
+                pod("web-old-2", "web-old", 300, 0),
+                pod("web-new-1", "web-new", 10, 0),
+                pod("web-new-2", "web-new", 10, 0),
+            ];
+            let plan = LogPlan::for_pods(&pods);
+            let why: Vec<(&str, &str)> = plan
+                .requests
+                .iter()
+                .map(|r| (r.pod.as_str(), r.why.as_str()))
+                .collect();
+            assert_eq!(why[0], ("web-new-1", "newest ReplicaSet"));
+            assert_eq!(why[1], ("web-new-2", "newest ReplicaSet"));
+            assert_eq!(why[2].1, "contrast");
+            assert!(why[2].0.starts_with("web-old"));
+        }
+
+        #[test]
+        fn never_more_than_a_mebibyte_is_asked_for_in_all() {
+            let pods: Vec<PodInfo> = (0..40).map(|i| pod(&format!("p-{i}"), "s", i, 1)).collect();
+            let plan = LogPlan::for_pods(&pods);
+            assert!(plan.requests.len() <= MAX_PODS * 2);
+            assert!(plan.bytes_per_container * plan.requests.len() * 2 <= BYTES_IN_ALL);
+            assert!(plan.bytes_per_container <= BYTES_PER_CONTAINER);
+        }
     }
 }
