@@ -23,7 +23,6 @@ import base64
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,9 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
+sys.path.insert(0, str(HERE))
+
+from by_hand import CheckFailed, check, copy_world, error_code, stack  # noqa: E402
 DEFAULT_BASES = ("tests/worlds/alb-unhealthy-hosts-health-check-timeout", "tests/worlds/nlb-unhealthy-hosts-one-group",
                  "tests/worlds/org-member-account-hot-pod")
 LAG = timedelta(minutes=3)
@@ -91,21 +93,9 @@ lastTimestamp: "{{ now-18m }}"
 """
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition: bool, what: str, detail: Any = "") -> None:
-    if not condition:
-        raise CheckFailed(f"{what}: {detail}")
-    print(f"  ok  {what}")
-
-
 def scratch_world(base: Path, into: Path) -> Path:
     """A copy of `base` with security groups, a lag and eight changes."""
-    world = into / f"{base.name}-changes"
-    shutil.copytree(base, world)
-    (world / "expected.yaml").unlink(missing_ok=True)
+    world = copy_world(base, into, "changes")
     spec = yaml.safe_load((world / "world.yaml").read_text())
     account = spec["account"]
     groups = spec["load_balancer"]["target_groups"]
@@ -140,23 +130,6 @@ def scratch_world(base: Path, into: Path) -> Path:
     (world / "kubernetes").mkdir(exist_ok=True)
     (world / "kubernetes" / "ct-check.yaml").write_text(MANIFESTS)
     return world
-
-
-def stack(*args: str) -> str:
-    answer = subprocess.run([sys.executable, str(HERE / "stack.py"), *args], capture_output=True, text=True, cwd=ROOT)
-    if answer.returncode != 0:
-        raise CheckFailed(f"stack.py {' '.join(args)} failed: {answer.stderr[-3000:]}")
-    return answer.stdout
-
-
-def error_code(call: Any) -> tuple[str, int]:
-    import botocore.exceptions
-
-    try:
-        call()
-    except botocore.exceptions.ClientError as error:
-        return error.response["Error"]["Code"], error.response["ResponseMetadata"]["HTTPStatusCode"]
-    return "no error", 200
 
 
 def check_cloudtrail(env: dict[str, str], facts: dict[str, Any]) -> None:

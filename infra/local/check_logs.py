@@ -42,6 +42,7 @@ ROOT = HERE.parent.parent
 sys.path.insert(0, str(HERE))
 
 import world as worlds  # noqa: E402
+from by_hand import CheckFailed, check, copy_world, error_code, stack  # noqa: E402
 
 DEFAULT_BASE = "tests/worlds/alb-target-5xx-bad-rollout"
 NS = "trips"
@@ -163,20 +164,8 @@ logs:
 """
 
 
-class CheckFailed(Exception):
-    pass
-
-
-def check(condition: bool, what: str, detail: Any = "") -> None:
-    if not condition:
-        raise CheckFailed(f"{what}: {str(detail)[:2000]}")
-    print(f"  ok  {what}")
-
-
 def scratch_world(base: Path, into: Path) -> Path:
-    world = into / f"{base.name}-logs"
-    shutil.copytree(base, world)
-    (world / "expected.yaml").unlink(missing_ok=True)
+    world = copy_world(base, into, "logs")
     pods = world / "kubernetes" / "itinerary-pods.yaml"
     text = pods.read_text()
     at = text.index(f"name: {OOM}")
@@ -187,13 +176,6 @@ def scratch_world(base: Path, into: Path) -> Path:
     (world / "kubernetes" / "logs-check.yaml").write_text(MANIFESTS)
     (world / "world.yaml").write_text((world / "world.yaml").read_text() + "\n" + LOGS)
     return world
-
-
-def stack(*args: str) -> str:
-    answer = subprocess.run([sys.executable, str(HERE / "stack.py"), *args], capture_output=True, text=True, cwd=ROOT)
-    if answer.returncode != 0:
-        raise CheckFailed(f"stack.py {' '.join(args)} failed: {answer.stderr[-3000:]}")
-    return answer.stdout
 
 
 def kube(url: str, token: str | None, path: str) -> tuple[int, str, bytes]:
@@ -311,16 +293,6 @@ def insights(env: dict[str, str], facts: dict[str, Any]) -> Any:
     return boto3.client("logs", endpoint_url=env["AWS_ENDPOINT_URL"], region_name=facts["region"],
                         aws_access_key_id=env["AWS_ACCESS_KEY_ID"], aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
                         aws_session_token=env["AWS_SESSION_TOKEN"])
-
-
-def error_code(call: Any) -> tuple[str, int]:
-    import botocore.exceptions
-
-    try:
-        call()
-    except botocore.exceptions.ClientError as error:
-        return error.response["Error"]["Code"], error.response["ResponseMetadata"]["HTTPStatusCode"]
-    return "no error", 200
 
 
 def check_insights(env: dict[str, str], facts: dict[str, Any], items: list[dict[str, Any]], now: datetime) -> None:

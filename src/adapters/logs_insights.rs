@@ -24,6 +24,11 @@ const MAX_ROWS: i32 = 10_000;
 /// The lines worth the query's rows: levels, exceptions and failure words.
 const NOTEWORTHY: &str = r"/(?i)(error|err\b|warn|exception|fatal|panic|fail|refused|timeout|timed out|denied|killed|cannot|unable|invalid|traceback)/";
 
+/// What a row costs in the response besides its line: the field names, the
+/// timestamp, the pod and container names and Insights' `@ptr` (about 100
+/// characters), each quoted in JSON.
+const ROW_ENVELOPE_BYTES: usize = 352;
+
 /// How long a query may run before it is stopped.
 const QUERY_TIME: Duration = Duration::from_secs(8);
 
@@ -69,10 +74,10 @@ impl LogsInsightsSource {
             vec![(window.baseline, window.now)]
         };
         let share = limit_bytes / spans.len();
-        // The rows asked for are bounded by the bytes too: a response is held
-        // whole in memory before it is cut, so 10,000 rows of long lines would
-        // cost several times the budget.
-        let limit = i32::try_from(share / USUAL_LINE_BYTES)
+        // The share bounds the response, not only its lines: a response is
+        // held whole (and parsed) before it is cut, and a row's envelope
+        // weighs more than a usual line.
+        let limit = i32::try_from(share / (USUAL_LINE_BYTES + ROW_ENVELOPE_BYTES))
             .unwrap_or(MAX_ROWS)
             .clamp(1, MAX_ROWS);
         let queries = spans
@@ -150,10 +155,11 @@ impl LogsInsightsSource {
             use aws_sdk_cloudwatchlogs::types::QueryStatus;
             match out.status {
                 Some(QueryStatus::Complete) => {
+                    // Rows take the response's strings rather than copies.
                     return Ok(out
                         .results
                         .unwrap_or_default()
-                        .iter()
+                        .into_iter()
                         .map(Row::of)
                         .collect());
                 }
@@ -236,10 +242,10 @@ struct Row {
 }
 
 impl Row {
-    fn of(fields: &Vec<aws_sdk_cloudwatchlogs::types::ResultField>) -> Self {
+    fn of(fields: Vec<aws_sdk_cloudwatchlogs::types::ResultField>) -> Self {
         let mut row = Row::default();
         for f in fields {
-            let value = f.value.clone();
+            let value = f.value;
             match f.field.as_deref() {
                 Some("@timestamp") => row.at = value.as_deref().and_then(insights_time),
                 Some("kubernetes.pod_name") => row.pod = value,

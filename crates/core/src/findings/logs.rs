@@ -23,7 +23,9 @@ const ABANDONED: &str = r"(?i)\bcontext cancel+ed\b|\bcancel+ed by (?:the )?(?:c
 
 /// Whether a template only says that a caller gave up.
 pub fn abandoned(template: &str) -> bool {
-    crate::logs::compiled(ABANDONED).is_match(template)
+    static COMPILED: std::sync::LazyLock<regex::Regex> =
+        std::sync::LazyLock::new(|| crate::logs::compiled(ABANDONED));
+    COMPILED.is_match(template)
 }
 
 /// Reads the pods' logs around the onset, when they were read.

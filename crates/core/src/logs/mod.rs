@@ -30,10 +30,61 @@ pub const PATTERNS_KEPT: usize = 10;
 /// slower matching: log lines are few, memory in a Lambda is not free.
 #[allow(clippy::expect_used)]
 pub(crate) fn compiled(pattern: &str) -> Regex {
-    regex::RegexBuilder::new(pattern)
+    regex::RegexBuilder::new(&ascii_classes(pattern))
         .dfa_size_limit(128 * 1024)
         .build()
         .expect("built-in pattern compiles")
+}
+
+/// Our patterns mean `\d`, `\w`, `\s` and `\b` in ASCII: what they look
+/// for (ids, keys, ports, levels) is ASCII. In the regex crate's default
+/// Unicode sense each is an automaton hundreds of states wide, and a dozen
+/// such patterns cost megabytes while they compile, just as the log
+/// group's response is held. Negated classes (`\S`) stay Unicode: in ASCII
+/// they could match half a character.
+fn ascii_classes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len() + 32);
+    let mut in_class = 0usize;
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(next) = chars.next() else {
+                    out.push(c);
+                    break;
+                };
+                let members = match next {
+                    'd' => Some("0-9"),
+                    'w' => Some("0-9A-Za-z_"),
+                    's' => Some("\\t\\n\\x0B\\x0C\\r "),
+                    _ => None,
+                };
+                match (members, next) {
+                    (Some(members), _) if in_class > 0 => out.push_str(members),
+                    (Some(members), _) => {
+                        out.push('[');
+                        out.push_str(members);
+                        out.push(']');
+                    }
+                    (None, 'b') if in_class == 0 => out.push_str("(?-u:\\b)"),
+                    (None, _) => {
+                        out.push(c);
+                        out.push(next);
+                    }
+                }
+            }
+            '[' => {
+                in_class += 1;
+                out.push(c);
+            }
+            ']' if in_class > 0 => {
+                in_class -= 1;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 /// How a pattern's rate moved at the onset.
@@ -166,5 +217,38 @@ impl LogReport {
         pods.sort_unstable();
         pods.dedup();
         pods.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn our_classes_are_spelt_in_ascii_inside_and_outside_brackets() {
+        assert_eq!(
+            ascii_classes(r#"\b\d+[\w.-]*\s[^\s"]\S\\d\["#),
+            r#"(?-u:\b)[0-9]+[0-9A-Za-z_.-]*[\t\n\x0B\x0C\r ][^\t\n\x0B\x0C\r "]\S\\d\["#
+        );
+    }
+
+    #[test]
+    fn an_ascii_pattern_matches_what_the_unicode_one_did_on_ascii_text() {
+        let pattern = r"(?i)\b[\w.-]*(?:password|token)[\w.-]*\s*[:=]\s*\d{3,}\b";
+        let ascii = compiled(pattern);
+        let unicode = Regex::new(pattern).expect("compiles");
+        for line in [
+            "db.password = 12345 ok",
+            "x-token:999",
+            "no secret here",
+            "token=12",
+            "pre_TOKEN_x  =  4444",
+        ] {
+            assert_eq!(
+                ascii.find(line).map(|m| m.as_str()),
+                unicode.find(line).map(|m| m.as_str()),
+                "{line}"
+            );
+        }
     }
 }

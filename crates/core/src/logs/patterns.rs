@@ -369,6 +369,10 @@ pub fn thousands(n: u64) -> String {
     out
 }
 
+/// Where a line's exception begins (`...SQLException:`).
+static EXCEPTION_NAME: std::sync::LazyLock<regex::Regex> =
+    std::sync::LazyLock::new(|| super::compiled(r"\b[\w.$]*(?:Exception|Error)\b:"));
+
 /// A template as the first screen quotes it, at most 90 characters: a long
 /// one keeps its head (what failed) and its tail (how: "Connection refused").
 pub fn quoted(template: &str) -> String {
@@ -376,7 +380,7 @@ pub fn quoted(template: &str) -> String {
     // A long line's event is its exception and message; the thread and
     // logger before it are context.
     if chars.len() > 90
-        && let Some(at) = super::compiled(r"\b[\w.$]*(?:Exception|Error)\b:")
+        && let Some(at) = EXCEPTION_NAME
             .find(template)
             .map(|m| template[..m.start()].chars().count())
             .filter(|at| *at > 0)
