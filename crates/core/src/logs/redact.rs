@@ -53,7 +53,7 @@ fn built_in() -> Vec<(Regex, &'static str)> {
 }
 
 /// Whether `digits` (spaces and dashes ignored) pass the Luhn check.
-fn luhn(candidate: &str) -> bool {
+pub(super) fn luhn(candidate: &str) -> bool {
     let digits: Vec<u32> = candidate.chars().filter_map(|c| c.to_digit(10)).collect();
     if !(13..=19).contains(&digits.len()) {
         return false;
