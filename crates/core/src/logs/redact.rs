@@ -198,6 +198,9 @@ mod tests {
                 "4111-1111-1111-1111",
             ),
             ("x-api-key: k-12345-abc", "k-12345-abc"),
+            // A no-break space between the scheme and the token.
+            ("auth Bearer\u{a0}tok-abc123xyz sent", "tok-abc123xyz"),
+            ("db password:\u{a0}hunter22", "hunter22"),
         ];
         for (line, secret) in planted {
             let out = redacted(line);
