@@ -8,6 +8,13 @@
 //! a few calm periods between, into the breach. For a flapping alarm the
 //! episode's earlier bursts belong to the same symptom: the onset is the
 //! first of them.
+//!
+//! A symptom can also rise in steps: a dependency that starts failing a few
+//! percent of calls, then more. The first step is where the symptom began,
+//! even when it is only a small part of the way to the breach's level, as
+//! long as it stands well clear of the baseline's own noise and the series
+//! stays up from there into the breach. A change that lands between the steps
+//! did not start the symptom.
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -22,6 +29,14 @@ const MAX_CALM_PERIODS: i32 = 3;
 const RELATIVE_MOVE: f64 = 0.2;
 /// Fewest points a baseline of its own may rest on.
 const MIN_BASELINE_POINTS: usize = 5;
+/// An earlier step counts past this share of the way from the baseline to the breach's level...
+const STEP_SHARE: f64 = 0.1;
+/// ... and past this many robust deviations (scaled median absolute deviation) of the periods before it.
+const NOISE_DEVIATIONS: f64 = 5.0;
+/// Fewest raised periods an earlier step holds: a spike is not a step.
+const MIN_STEP_PERIODS: usize = 5;
+/// Share of the periods from an earlier step to the steeper rise that stay raised.
+const STEP_HELD_SHARE: f64 = 0.7;
 
 /// The series and the breach it led to.
 #[derive(Debug, Clone, Copy)]
@@ -137,6 +152,9 @@ pub fn find(symptom: &SymptomSeries<'_>) -> Onset {
             onset = *t;
         }
     }
+    if let Some(step) = earlier_step(points, onset, baseline, moved, period) {
+        onset = step;
+    }
     let from_the_first_period = points.first().is_some_and(|(t, _)| *t >= onset);
     Onset::Moved {
         at: onset,
@@ -144,6 +162,44 @@ pub fn find(symptom: &SymptomSeries<'_>) -> Onset {
         level,
         from_the_first_period,
     }
+}
+
+/// The first period of a lower step that led, without returning to the
+/// baseline, into the rise that starts at `onset`; `None` when there is none.
+fn earlier_step(
+    points: &[(DateTime<Utc>, f64)],
+    onset: DateTime<Utc>,
+    baseline: f64,
+    moved: f64,
+    period: Duration,
+) -> Option<DateTime<Utc>> {
+    let before: Vec<(DateTime<Utc>, f64)> =
+        points.iter().filter(|(t, _)| *t < onset).copied().collect();
+    if before.len() < MIN_BASELINE_POINTS + MIN_STEP_PERIODS {
+        return None;
+    }
+    // The baseline's noise from every earlier period: the median absolute
+    // deviation stands while fewer than half of them belong to a step.
+    let mut deviations: Vec<f64> = before.iter().map(|(_, v)| (v - baseline).abs()).collect();
+    let noise = 1.4826 * median(&mut deviations)?;
+    let clearance = (STEP_SHARE * moved.abs())
+        .max(NOISE_DEVIATIONS * noise)
+        .max(RELATIVE_MOVE * baseline.abs());
+    let raised = |v: f64| (v - baseline) * moved.signum() > clearance;
+    let mut start = onset;
+    let mut held = 0usize;
+    for (t, v) in before.iter().rev() {
+        if start - *t > period * (MAX_CALM_PERIODS + 1) {
+            break;
+        }
+        if raised(*v) {
+            start = *t;
+            held += 1;
+        }
+    }
+    let spanned = before.iter().filter(|(t, _)| *t >= start).count();
+    let step_held = held >= MIN_STEP_PERIODS && held as f64 >= STEP_HELD_SHARE * spanned as f64;
+    step_held.then_some(start)
 }
 
 #[cfg(test)]
@@ -243,6 +299,58 @@ mod tests {
         let breach = breach_from(100, 120);
         let onset = onset_of(&s, &breach, None, None);
         assert_eq!(onset.at(), Some(minute(80)));
+    }
+
+    #[test]
+    fn a_symptom_that_rose_in_two_steps_began_at_the_first() {
+        // 1 a minute, 45 from minute 75 (a dependency failing a few calls),
+        // 210 from minute 110 (failing more): the symptom began at 75.
+        let s = series(|i| match i {
+            i if i >= 110 => 210.0 + (i % 3) as f64,
+            i if i >= 75 => 45.0 + (i % 4) as f64,
+            i => 1.0 + (i % 2) as f64,
+        });
+        let breach = breach_from(112, 120);
+        assert_eq!(onset_of(&s, &breach, None, None).at(), Some(minute(75)));
+        assert_eq!(
+            onset_of(&s, &breach, Some(1.0), None).at(),
+            Some(minute(75))
+        );
+    }
+
+    #[test]
+    fn noise_and_lone_spikes_before_a_rise_are_not_a_step() {
+        // A noisy baseline (0 to 30 a minute) with two lone spikes to 60, then 210.
+        let s = series(|i| match i {
+            i if i >= 110 => 210.0,
+            70 | 85 => 60.0,
+            i => ((i * 7) % 31) as f64,
+        });
+        let breach = breach_from(112, 120);
+        assert_eq!(onset_of(&s, &breach, None, None).at(), Some(minute(110)));
+    }
+
+    #[test]
+    fn a_step_that_returned_to_the_baseline_is_an_earlier_episode_not_the_onset() {
+        let s = series(|i| match i {
+            i if i >= 110 => 210.0,
+            i if (40..60).contains(&i) => 45.0,
+            _ => 1.0,
+        });
+        let breach = breach_from(112, 120);
+        assert_eq!(onset_of(&s, &breach, None, None).at(), Some(minute(110)));
+    }
+
+    #[test]
+    fn a_falling_metric_steps_down_too() {
+        // Healthy hosts: 12, then 8 from minute 60, then 2 from minute 100.
+        let s = series(|i| match i {
+            i if i >= 100 => 2.0,
+            i if i >= 60 => 8.0,
+            _ => 12.0,
+        });
+        let breach = breach_from(102, 120);
+        assert_eq!(onset_of(&s, &breach, None, None).at(), Some(minute(60)));
     }
 
     #[test]
