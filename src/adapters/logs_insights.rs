@@ -46,10 +46,12 @@ impl LogsInsightsSource {
     }
 
     /// The workload's lines over the window; `None` when the cluster ships
-    /// no logs to the default log group. Two queries at once, like the two
-    /// reads of a pod's log: the baseline up to shortly before the breach,
-    /// and from there to now, each with half the bytes, so that a busy
-    /// breach cannot crowd the "before" out.
+    /// no logs to the default log group. Three queries at once: the breach
+    /// (from shortly before it to now) with half the bytes, and the time
+    /// before it with a quarter from each end. Rows come from one end of a
+    /// span only, so one read of "before" that fills its rows leaves the
+    /// other end out: newest first misses when a symptom that rose in steps
+    /// began, oldest first misses the minutes before the breach.
     pub async fn workload_logs(
         &self,
         pods: &PodsListed,
@@ -65,66 +67,41 @@ impl LogsInsightsSource {
         } else {
             self.configured.clone()
         };
-        let spans = if window.recent > window.baseline {
-            vec![
-                (window.baseline, window.recent),
-                (window.recent, window.now),
-            ]
-        } else {
-            vec![(window.baseline, window.now)]
-        };
-        let share = limit_bytes / spans.len();
-        // The share bounds the response, not only its lines: a response is
-        // held whole (and parsed) before it is cut, and a row's envelope
-        // weighs more than a usual line.
-        let limit = i32::try_from(share / (USUAL_LINE_BYTES + ROW_ENVELOPE_BYTES))
-            .unwrap_or(MAX_ROWS)
-            .clamp(1, MAX_ROWS);
-        let queries = spans
-            .iter()
-            .map(|(from, to)| self.span(&groups, pods, *from, *to, limit));
-        let mut logs = Vec::new();
-        for (rows, (from, to)) in futures_util::future::try_join_all(queries)
+        let reads = SpanRead::plan(window, limit_bytes);
+        let queries = reads.iter().map(|read| self.span(&groups, pods, read));
+        let mut answers = Vec::new();
+        for (rows, read) in futures_util::future::try_join_all(queries)
             .await?
             .into_iter()
-            .zip(spans)
+            .zip(reads)
         {
             let Some(rows) = rows else {
                 return Ok(None);
             };
-            // A query that returned all the rows it was allowed left older
-            // ones out, for every pod alike: coverage starts at its oldest row.
-            let from = if rows.len() >= usize::try_from(limit).unwrap_or(usize::MAX) {
-                rows.iter()
-                    .filter_map(|r| r.at)
-                    .min()
-                    .unwrap_or(from)
-                    .max(from)
-            } else {
-                from
-            };
-            logs.push(containers(rows, pods, (from, to), share));
+            answers.push(Answer::of(rows, read));
         }
+        let logs = reconciled(answers)
+            .into_iter()
+            .map(|a| containers(a.rows, pods, (a.from, a.to), a.read.share))
+            .collect();
         Ok(Some(merged(logs)))
     }
 
-    /// One query over `[from, to]`; `None` when the default log group does not exist.
+    /// One query; `None` when the default log group does not exist.
     async fn span(
         &self,
         groups: &[String],
         pods: &PodsListed,
-        from: DateTime<Utc>,
-        to: DateTime<Utc>,
-        rows: i32,
+        read: &SpanRead,
     ) -> Result<Option<Vec<Row>>> {
         let started = self
             .client
             .start_query()
             .set_log_group_names(Some(groups.to_vec()))
-            .start_time(from.timestamp())
-            .end_time(to.timestamp())
-            .query_string(query(pods, rows))
-            .limit(rows)
+            .start_time(read.from.timestamp())
+            .end_time(read.to.timestamp())
+            .query_string(query(pods, read.rows(), read.oldest_first))
+            .limit(read.rows())
             .send()
             .await;
         let id = match started {
@@ -192,7 +169,7 @@ impl LogsInsightsSource {
 
 /// The query: the namespace, and every pod of the Deployments (by their
 /// pods' name prefix) or, without Deployments, the pods listed.
-fn query(pods: &PodsListed, rows: i32) -> String {
+fn query(pods: &PodsListed, rows: i32, oldest_first: bool) -> String {
     let owners = pods.owners();
     let which = if owners.is_empty() {
         let names: Vec<String> = pods.pods.iter().map(|p| quoted(p)).collect();
@@ -209,9 +186,131 @@ fn query(pods: &PodsListed, rows: i32) -> String {
     format!(
         "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log \
          | filter kubernetes.namespace_name = {} and {which} and log like {NOTEWORTHY} \
-         | sort @timestamp desc | limit {rows}",
-        quoted(&pods.namespace)
+         | sort @timestamp {} | limit {rows}",
+        quoted(&pods.namespace),
+        if oldest_first { "asc" } else { "desc" }
     )
+}
+
+/// One query's span, the end its rows come from, and its share of the bytes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct SpanRead {
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    oldest_first: bool,
+    share: usize,
+}
+
+impl SpanRead {
+    /// The breach with half the bytes, so that a busy breach cannot crowd the
+    /// "before" out, and the time before it from both ends.
+    fn plan(window: LogWindow, limit_bytes: usize) -> Vec<SpanRead> {
+        if window.recent <= window.baseline {
+            return vec![SpanRead {
+                from: window.baseline,
+                to: window.now,
+                oldest_first: false,
+                share: limit_bytes,
+            }];
+        }
+        let before = |oldest_first| SpanRead {
+            from: window.baseline,
+            to: window.recent,
+            oldest_first,
+            share: limit_bytes / 4,
+        };
+        vec![
+            before(true),
+            before(false),
+            SpanRead {
+                from: window.recent,
+                to: window.now,
+                oldest_first: false,
+                share: limit_bytes / 2,
+            },
+        ]
+    }
+
+    /// The rows it asks for. The share bounds the response, not only its
+    /// lines: a response is held whole (and parsed) before it is cut, and a
+    /// row's envelope weighs more than a usual line.
+    fn rows(&self) -> i32 {
+        i32::try_from(self.share / (USUAL_LINE_BYTES + ROW_ENVELOPE_BYTES))
+            .unwrap_or(MAX_ROWS)
+            .clamp(1, MAX_ROWS)
+    }
+}
+
+/// One query's rows (newest first) and the span they cover.
+#[derive(Debug)]
+struct Answer {
+    rows: Vec<Row>,
+    read: SpanRead,
+    from: DateTime<Utc>,
+    to: DateTime<Utc>,
+    /// It returned all the rows it was allowed: the far end was left out.
+    full: bool,
+}
+
+impl Answer {
+    fn of(mut rows: Vec<Row>, read: SpanRead) -> Self {
+        let full = rows.len() >= usize::try_from(read.rows()).unwrap_or(usize::MAX);
+        if read.oldest_first {
+            rows.reverse();
+        }
+        let (mut from, mut to) = (read.from, read.to);
+        // A full answer covers from its oldest row (newest first) or to its
+        // newest (oldest first), for every pod alike.
+        if full {
+            let times = rows.iter().filter_map(|r| r.at);
+            if read.oldest_first {
+                to = times.max().unwrap_or(to).min(to);
+            } else {
+                from = times.min().unwrap_or(from).max(from);
+            }
+        }
+        Answer {
+            rows,
+            read,
+            from,
+            to,
+            full,
+        }
+    }
+}
+
+/// The two reads of the time before the breach as what they cover together:
+/// either one alone when it read the whole span, both when each was cut,
+/// the rows of the newest-first read that the oldest-first one already
+/// holds left out.
+fn reconciled(answers: Vec<Answer>) -> Vec<Answer> {
+    let mut kept: Vec<Answer> = Vec::new();
+    let mut answers = answers.into_iter().peekable();
+    while let Some(answer) = answers.next() {
+        let pair = answers
+            .peek()
+            .is_some_and(|next| answer.read.oldest_first && next.read.from == answer.read.from);
+        if !pair {
+            kept.push(answer);
+            continue;
+        }
+        let Some(mut newest) = answers.next() else {
+            kept.push(answer);
+            continue;
+        };
+        if !answer.full {
+            kept.push(answer);
+        } else if !newest.full {
+            kept.push(newest);
+        } else {
+            let reached = answer.to;
+            newest.rows.retain(|r| r.at.is_some_and(|at| at > reached));
+            newest.from = newest.from.max(reached);
+            kept.push(answer);
+            kept.push(newest);
+        }
+    }
+    kept
 }
 
 fn quoted(s: &str) -> String {
@@ -382,10 +481,104 @@ mod tests {
         }
     }
 
+    fn minute(m: i64) -> DateTime<Utc> {
+        insights_time("2026-12-04 08:00:00.000").unwrap() + chrono::Duration::minutes(m)
+    }
+
+    /// One row at each of `seconds` after minute 0, in that order.
+    fn rows_at(seconds: impl Iterator<Item = i64>) -> Vec<Row> {
+        seconds
+            .map(|t| Row {
+                at: Some(minute(0) + chrono::Duration::seconds(t)),
+                pod: Some("itinerary-7f4c9b6d52-8wjzc".into()),
+                container: Some("app".into()),
+                log: Some(format!("ERROR at second {t}")),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_time_before_the_breach_is_read_from_both_ends_and_the_breach_with_half_the_bytes() {
+        let window = LogWindow {
+            baseline: minute(0),
+            recent: minute(170),
+            now: minute(180),
+        };
+        let reads = SpanRead::plan(window, 1 << 20);
+        let ends: Vec<(bool, usize)> = reads.iter().map(|r| (r.oldest_first, r.share)).collect();
+        assert_eq!(
+            ends,
+            vec![(true, 1 << 18), (false, 1 << 18), (false, 1 << 19)]
+        );
+        assert!(query(&listed(), 10, true).contains("sort @timestamp asc"));
+    }
+
+    #[test]
+    fn two_cut_reads_of_the_time_before_cover_both_ends_each_row_once() {
+        let window = LogWindow {
+            baseline: minute(0),
+            recent: minute(170),
+            now: minute(180),
+        };
+        let reads = SpanRead::plan(window, 1 << 20);
+        let rows = i64::from(reads[0].rows());
+        // A row every 10 s: from minute 10 oldest first and back from minute
+        // 160 newest first, both cut by their rows, overlapping in the middle.
+        let oldest = Answer::of(rows_at((0..rows).map(|i| 600 + 10 * i)), reads[0]);
+        let newest = Answer::of(rows_at((0..rows).map(|i| 9600 - 10 * i)), reads[1]);
+        assert!(oldest.full && newest.full);
+        let reached = minute(10) + chrono::Duration::seconds(10 * (rows - 1));
+        assert!(reached > minute(160) - chrono::Duration::seconds(10 * (rows - 1)));
+        let kept = reconciled(vec![oldest, newest]);
+        assert_eq!(kept.len(), 2);
+        assert_eq!((kept[0].from, kept[0].to), (minute(0), reached));
+        assert_eq!((kept[1].from, kept[1].to), (reached, minute(170)));
+        let mut times: Vec<DateTime<Utc>> = kept
+            .iter()
+            .flat_map(|a| a.rows.iter().filter_map(|r| r.at))
+            .collect();
+        let read = times.len();
+        times.sort();
+        times.dedup();
+        assert_eq!(read, times.len(), "a row counted twice");
+        assert_eq!(times.first(), Some(&minute(10)));
+        assert_eq!(times.last(), Some(&minute(160)));
+    }
+
+    #[test]
+    fn a_read_of_the_time_before_that_was_not_cut_is_enough_alone() {
+        let window = LogWindow {
+            baseline: minute(0),
+            recent: minute(170),
+            now: minute(180),
+        };
+        let reads = SpanRead::plan(window, 1 << 20);
+        let oldest = Answer::of(rows_at((60..70).map(|m| m * 60)), reads[0]);
+        let newest = Answer::of(rows_at((60..70).rev().map(|m| m * 60)), reads[1]);
+        let breach = Answer::of(rows_at((170..180).rev().map(|m| m * 60)), reads[2]);
+        let kept = reconciled(vec![oldest, newest, breach]);
+        let spans: Vec<_> = kept
+            .iter()
+            .map(|a| (a.from, a.to, a.read.oldest_first))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![
+                (minute(0), minute(170), true),
+                (minute(170), minute(180), false)
+            ]
+        );
+        assert_eq!(
+            kept[0].rows.first().and_then(|r| r.at),
+            Some(minute(69)),
+            "newest first"
+        );
+    }
+
     #[test]
     fn the_query_reads_every_pod_of_the_deployment_in_the_namespace() {
         assert_eq!(
-            query(&listed(), 10_000),
+            query(&listed(), 10_000, false),
             format!(
                 "fields @timestamp, kubernetes.pod_name, kubernetes.container_name, log | filter kubernetes.namespace_name = \"trips\" and kubernetes.pod_name like /^(itinerary)-[a-z0-9]+-[a-z0-9]+$/ and log like {NOTEWORTHY} | sort @timestamp desc | limit 10000"
             )

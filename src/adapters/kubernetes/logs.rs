@@ -39,7 +39,8 @@ impl KubeSource {
             LogOrigin::PodLog,
             reads.into_iter().flatten().collect(),
             window.now,
-        ))
+        )
+        .clipped_to_creation(pods.created.get(&request.pod).copied()))
     }
 }
 

@@ -236,6 +236,24 @@ impl ContainerLog {
     }
 }
 
+impl ContainerLog {
+    /// A pod's log covers it from its creation only: a read from before then
+    /// did not see quiet minutes, it saw no pod. (Without this, a pod that a
+    /// rollout created after the onset would count as read at the onset, and
+    /// an error the old pods printed since then would look late.)
+    pub fn clipped_to_creation(mut self, created: Option<DateTime<Utc>>) -> Self {
+        if let Some(created) = created {
+            self.covered = self
+                .covered
+                .into_iter()
+                .map(|(from, to)| (from.max(created), to))
+                .filter(|(from, to)| from < to)
+                .collect();
+        }
+        self
+    }
+}
+
 /// Everything read from the logs for one diagnosis.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct LogEvidence {
@@ -401,6 +419,32 @@ mod tests {
             t0() + Duration::minutes(7),
             "a tail cut at its byte bound left older lines out"
         );
+    }
+
+    #[test]
+    fn a_pod_created_after_the_read_began_is_covered_from_its_creation() {
+        let request = LogRequest {
+            pod: "p".into(),
+            container: "c".into(),
+            previous: false,
+            why: "sample".into(),
+        };
+        let read = LogRead {
+            since: t0(),
+            lines: vec![line(40, "started")],
+            cut: false,
+            bytes: 10,
+        };
+        let now = t0() + Duration::minutes(60);
+        let log = ContainerLog::from_reads(&request, LogOrigin::PodLog, vec![read], now);
+        let created = t0() + Duration::minutes(39);
+        let log = log.clipped_to_creation(Some(created));
+        assert_eq!(log.covered, vec![(created, now)]);
+        assert!((log.minutes_covered(t0(), now) - 21.0).abs() < 1e-9);
+        let unborn = log
+            .clone()
+            .clipped_to_creation(Some(now + Duration::minutes(1)));
+        assert!(unborn.covered.is_empty(), "{unborn:?}");
     }
 
     #[test]
