@@ -485,6 +485,15 @@ mod tests {
         insights_time("2026-12-04 08:00:00.000").unwrap() + chrono::Duration::minutes(m)
     }
 
+    /// Three hours of logs, the breach in the last ten minutes.
+    fn three_hours() -> LogWindow {
+        LogWindow {
+            baseline: minute(0),
+            recent: minute(170),
+            now: minute(180),
+        }
+    }
+
     /// One row at each of `seconds` after minute 0, in that order.
     fn rows_at(seconds: impl Iterator<Item = i64>) -> Vec<Row> {
         seconds
@@ -499,12 +508,7 @@ mod tests {
 
     #[test]
     fn the_time_before_the_breach_is_read_from_both_ends_and_the_breach_with_half_the_bytes() {
-        let window = LogWindow {
-            baseline: minute(0),
-            recent: minute(170),
-            now: minute(180),
-        };
-        let reads = SpanRead::plan(window, 1 << 20);
+        let reads = SpanRead::plan(three_hours(), 1 << 20);
         let ends: Vec<(bool, usize)> = reads.iter().map(|r| (r.oldest_first, r.share)).collect();
         assert_eq!(
             ends,
@@ -515,12 +519,7 @@ mod tests {
 
     #[test]
     fn two_cut_reads_of_the_time_before_cover_both_ends_each_row_once() {
-        let window = LogWindow {
-            baseline: minute(0),
-            recent: minute(170),
-            now: minute(180),
-        };
-        let reads = SpanRead::plan(window, 1 << 20);
+        let reads = SpanRead::plan(three_hours(), 1 << 20);
         let rows = i64::from(reads[0].rows());
         // A row every 10 s: from minute 10 oldest first and back from minute
         // 160 newest first, both cut by their rows, overlapping in the middle.
@@ -547,12 +546,7 @@ mod tests {
 
     #[test]
     fn a_read_of_the_time_before_that_was_not_cut_is_enough_alone() {
-        let window = LogWindow {
-            baseline: minute(0),
-            recent: minute(170),
-            now: minute(180),
-        };
-        let reads = SpanRead::plan(window, 1 << 20);
+        let reads = SpanRead::plan(three_hours(), 1 << 20);
         let oldest = Answer::of(rows_at((60..70).map(|m| m * 60)), reads[0]);
         let newest = Answer::of(rows_at((60..70).rev().map(|m| m * 60)), reads[1]);
         let breach = Answer::of(rows_at((170..180).rev().map(|m| m * 60)), reads[2]);
